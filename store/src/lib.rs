@@ -1,0 +1,5 @@
+//! Object model and persistent object store of the Landscaper appliance.
+
+pub mod model;
+
+pub use model::Kind;

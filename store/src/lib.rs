@@ -1,5 +1,24 @@
 //! Object model and persistent object store of the Landscaper appliance.
+//!
+//! Objects are JSON values in a redb file, keyed by kind, namespace and name. Every committed
+//! transaction bumps one global revision (the objects' `resourceVersion`), is durable when
+//! `commit` returns, and is published on a change feed in commit order.
 
+mod change;
+pub mod clock;
+mod engine;
+mod error;
+mod key;
 pub mod model;
+pub mod object;
+pub mod selector;
 
+pub use change::{Change, ChangeSet, ChangeType, HistoryEntry, SharedChangeSet};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use engine::{
+    Committed, FORMAT_VERSION, ObjectList, Store, StoreOptions, Transaction, Write,
+};
+pub use error::StoreError;
+pub use key::ObjectKey;
 pub use model::Kind;
+pub use selector::LabelSelector;

@@ -1,0 +1,1235 @@
+//! The redb-backed object store: reads from MVCC snapshots, writes through one writer thread
+//! that commits queued transactions together (group commit), and a change feed published after
+//! each durable commit.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::OpenOptions;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use serde_json::Value;
+use tokio::sync::{broadcast, oneshot};
+
+use crate::change::{Change, ChangeSet, ChangeType, HistoryEntry, SharedChangeSet};
+use crate::clock::{Clock, SystemClock, format_time};
+use crate::error::StoreError;
+use crate::key::ObjectKey;
+use crate::model::Kind;
+use crate::object;
+use crate::selector::LabelSelector;
+
+/// The file format this binary writes. Bump it with a migration in [`migrate`] whenever the
+/// meaning of a table or record changes.
+pub const FORMAT_VERSION: u64 = 1;
+
+const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
+const LABEL_INDEX: TableDefinition<&str, ()> = TableDefinition::new("label_index");
+const OWNER_INDEX: TableDefinition<&str, ()> = TableDefinition::new("owner_index");
+const UID_INDEX: TableDefinition<&str, &str> = TableDefinition::new("uid_index");
+const HISTORY: TableDefinition<u64, &[u8]> = TableDefinition::new("history");
+const HISTORY_BY_OBJECT: TableDefinition<&str, ()> = TableDefinition::new("history_by_object");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+const META_FORMAT: &str = "format_version";
+const META_REVISION: &str = "revision";
+const META_HISTORY_FIRST: &str = "history_first";
+const META_HISTORY_NEXT: &str = "history_next";
+
+/// Characters Kubernetes uses for `generateName` suffixes (no vowels, no look-alikes).
+const NAME_SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// Tuning of a [`Store`].
+#[derive(Clone)]
+pub struct StoreOptions {
+    /// How many history entries are kept; older ones are dropped as new ones arrive.
+    pub history_limit: u64,
+    /// How many change sets are kept in memory for watches that resume from a resourceVersion.
+    pub recent_changes: usize,
+    /// Capacity of the broadcast change feed; slower subscribers see `Lagged` and must re-list.
+    pub feed_capacity: usize,
+    /// The most transactions the writer commits in one durable redb transaction.
+    pub max_batch: usize,
+    /// redb page cache size.
+    pub cache_bytes: usize,
+    /// `false` skips fsync: only for tests and benchmarks that measure something else.
+    pub durable: bool,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            history_limit: 100_000,
+            recent_changes: 2_048,
+            feed_capacity: 8_192,
+            max_batch: 4_096,
+            cache_bytes: 32 * 1024 * 1024,
+            durable: true,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+/// One write of a transaction.
+#[derive(Debug, Clone)]
+pub enum Write {
+    /// Creates an object; fails with `AlreadyExists`. The store sets uid, creationTimestamp,
+    /// generation and resourceVersion, and a name from `generateName` when no name is given.
+    Create(Value),
+    /// Replaces an object. A non-empty `metadata.resourceVersion` must equal the stored one
+    /// (optimistic concurrency); an empty one writes unconditionally. uid, creationTimestamp and
+    /// deletionTimestamp are kept from the stored object; generation is bumped when anything
+    /// outside metadata and status changed. An update that leaves a deleting object without
+    /// finalizers removes it.
+    Update(Value),
+    /// Deletes an object: with finalizers it only gets a deletionTimestamp.
+    Delete {
+        key: ObjectKey,
+        /// Precondition: the stored resourceVersion must equal this one.
+        resource_version: Option<String>,
+    },
+}
+
+/// A group of writes that commit together or not at all, under one new resourceVersion.
+#[derive(Debug, Clone, Default)]
+pub struct Transaction {
+    pub writes: Vec<Write>,
+}
+
+impl Transaction {
+    pub fn new() -> Self {
+        Transaction::default()
+    }
+
+    pub fn create(mut self, object: Value) -> Self {
+        self.writes.push(Write::Create(object));
+        self
+    }
+
+    pub fn update(mut self, object: Value) -> Self {
+        self.writes.push(Write::Update(object));
+        self
+    }
+
+    pub fn delete(mut self, key: ObjectKey, resource_version: Option<String>) -> Self {
+        self.writes.push(Write::Delete {
+            key,
+            resource_version,
+        });
+        self
+    }
+}
+
+impl From<Write> for Transaction {
+    fn from(write: Write) -> Self {
+        Transaction {
+            writes: vec![write],
+        }
+    }
+}
+
+/// The outcome of a committed transaction.
+#[derive(Debug, Clone)]
+pub struct Committed {
+    /// The revision the transaction committed at; the current revision if it changed nothing.
+    pub revision: u64,
+    /// The object after each write, in order; `None` where the write removed it.
+    pub objects: Vec<Option<Value>>,
+}
+
+/// A consistent list of objects and the revision of the snapshot they were read from.
+#[derive(Debug, Clone)]
+pub struct ObjectList {
+    pub items: Vec<Value>,
+    pub revision: u64,
+}
+
+enum Request {
+    Commit {
+        transaction: Transaction,
+        reply: oneshot::Sender<Result<Committed, StoreError>>,
+    },
+    Shutdown {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+struct Shared {
+    db: Database,
+    path: PathBuf,
+    revision: AtomicU64,
+    feed: broadcast::Sender<SharedChangeSet>,
+    recent: Mutex<VecDeque<SharedChangeSet>>,
+    options: StoreOptions,
+}
+
+/// Handle to the object store; cheap to clone. Reads run on the caller's thread against a
+/// snapshot; writes queue for the writer thread.
+#[derive(Clone)]
+pub struct Store {
+    shared: Arc<Shared>,
+    requests: mpsc::Sender<Request>,
+    writer: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.shared.path)
+            .field("revision", &self.revision())
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens (or creates, mode 0600) the store file and starts its writer thread.
+    pub fn open(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {
+        let display = path.display().to_string();
+        let fresh = !path.exists();
+        if fresh {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(|source| StoreError::Io {
+                    step: "creating the store file",
+                    source,
+                })?;
+        }
+        let mut builder = Database::builder();
+        builder.set_cache_size(options.cache_bytes);
+        let opened = if fresh {
+            builder.create(path)
+        } else {
+            builder.open(path)
+        };
+        let db = opened.map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Locked {
+                path: display.clone(),
+            },
+            redb::DatabaseError::UpgradeRequired(v) => StoreError::FormatVersion {
+                path: display.clone(),
+                found: v as u32,
+                supported: FORMAT_VERSION as u32,
+                hint: "the redb file format is older than this binary's; restore from a backup made with `export` or a matching release",
+            },
+            e => StoreError::Storage {
+                step: "opening the store file",
+                source: e.into(),
+            },
+        })?;
+        // Kept private even if the file was created by something else.
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        let revision = initialise(&db, &display)?;
+        let (feed, _) = broadcast::channel(options.feed_capacity.max(1));
+        let shared = Arc::new(Shared {
+            db,
+            path: path.to_path_buf(),
+            revision: AtomicU64::new(revision),
+            feed,
+            recent: Mutex::new(VecDeque::new()),
+            options,
+        });
+        let (requests, inbox) = mpsc::channel();
+        let writer_shared = shared.clone();
+        let writer = std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || Writer::new(writer_shared, revision).run(inbox))
+            .map_err(|source| StoreError::Io {
+                step: "starting the writer thread",
+                source,
+            })?;
+        Ok(Store {
+            shared,
+            requests,
+            writer: Arc::new(Mutex::new(Some(writer))),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// The newest committed revision.
+    pub fn revision(&self) -> u64 {
+        self.shared.revision.load(Ordering::Acquire)
+    }
+
+    /// Commits a transaction durably and returns once it is on disk.
+    pub async fn commit(&self, transaction: Transaction) -> Result<Committed, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.requests
+            .send(Request::Commit { transaction, reply })
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// [`commit`](Self::commit) for threads outside an async runtime.
+    pub fn commit_blocking(&self, transaction: Transaction) -> Result<Committed, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        self.requests
+            .send(Request::Commit { transaction, reply })
+            .map_err(|_| StoreError::Closed)?;
+        answer.blocking_recv().map_err(|_| StoreError::Closed)?
+    }
+
+    /// Stops the writer after the queued transactions have committed. Later commits fail with
+    /// `Closed`; reads keep working.
+    pub fn shutdown(&self) {
+        let (reply, done) = oneshot::channel();
+        if self.requests.send(Request::Shutdown { reply }).is_ok() {
+            let _ = done.blocking_recv();
+        }
+        let handle = self
+            .writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.join();
+        }
+    }
+
+    /// Subscribes to every change set committed from now on, in order.
+    pub fn subscribe(&self) -> broadcast::Receiver<SharedChangeSet> {
+        self.shared.feed.subscribe()
+    }
+
+    /// The change sets committed after `revision`, from the in-memory window; `Expired` when
+    /// that window no longer reaches back far enough.
+    pub fn changes_since(&self, revision: u64) -> Result<Vec<SharedChangeSet>, StoreError> {
+        let recent = self.shared.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let current = self.revision();
+        if revision >= current {
+            return Ok(Vec::new());
+        }
+        let oldest = recent.front().map(|c| c.revision).unwrap_or(current + 1);
+        if revision + 1 < oldest {
+            return Err(StoreError::Expired {
+                requested: revision,
+                oldest,
+            });
+        }
+        Ok(recent
+            .iter()
+            .filter(|c| c.revision > revision)
+            .cloned()
+            .collect())
+    }
+
+    fn read(&self) -> Result<redb::ReadTransaction, StoreError> {
+        self.shared
+            .db
+            .begin_read()
+            .map_err(StoreError::redb("starting a read"))
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Result<Option<Value>, StoreError> {
+        let tx = self.read()?;
+        let table = match tx.open_table(OBJECTS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(StoreError::redb("opening the objects table")(e)),
+        };
+        let storage_key = key.storage_key();
+        match table
+            .get(storage_key.as_str())
+            .map_err(StoreError::redb("reading an object"))?
+        {
+            Some(bytes) => decode(&storage_key, bytes.value()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Lists objects of a kind, in one namespace or all, matching a label selector.
+    pub fn list(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+    ) -> Result<ObjectList, StoreError> {
+        let tx = self.read()?;
+        let revision = read_meta(&tx, META_REVISION)?.unwrap_or(0);
+        let objects = tx
+            .open_table(OBJECTS)
+            .map_err(StoreError::redb("opening the objects table"))?;
+        let mut items = Vec::new();
+        if let Some((label, value)) = selector.first_equality() {
+            // The index narrows the candidates; the full selector still decides.
+            let index = tx
+                .open_table(LABEL_INDEX)
+                .map_err(StoreError::redb("opening the label index"))?;
+            let prefix = label_index_prefix(kind, label, value);
+            for entry in index
+                .range(prefix.as_str()..)
+                .map_err(StoreError::redb("scanning the label index"))?
+            {
+                let (entry_key, _) = entry.map_err(StoreError::redb("scanning the label index"))?;
+                let Some(rest) = entry_key.value().strip_prefix(prefix.as_str()) else {
+                    break;
+                };
+                let storage_key = format!("{}/{}", kind.as_str(), rest);
+                if let Some(ns) = namespace
+                    && !rest.starts_with(&format!("{ns}/"))
+                {
+                    continue;
+                }
+                if let Some(bytes) = objects
+                    .get(storage_key.as_str())
+                    .map_err(StoreError::redb("reading an object"))?
+                {
+                    let object = decode(&storage_key, bytes.value())?;
+                    if selector.matches_object(&object) {
+                        items.push(object);
+                    }
+                }
+            }
+        } else {
+            let prefix = ObjectKey::prefix(kind, namespace);
+            for entry in objects
+                .range(prefix.as_str()..)
+                .map_err(StoreError::redb("scanning objects"))?
+            {
+                let (key, bytes) = entry.map_err(StoreError::redb("scanning objects"))?;
+                if !key.value().starts_with(prefix.as_str()) {
+                    break;
+                }
+                let object = decode(key.value(), bytes.value())?;
+                if selector.matches_object(&object) {
+                    items.push(object);
+                }
+            }
+        }
+        Ok(ObjectList { items, revision })
+    }
+
+    /// The number of objects of each kind.
+    pub fn count_by_kind(&self) -> Result<Vec<(Kind, u64)>, StoreError> {
+        let tx = self.read()?;
+        let objects = tx
+            .open_table(OBJECTS)
+            .map_err(StoreError::redb("opening the objects table"))?;
+        let mut counts = Vec::new();
+        for kind in Kind::ALL {
+            let prefix = ObjectKey::prefix(kind, None);
+            let mut n = 0;
+            for entry in objects
+                .range(prefix.as_str()..)
+                .map_err(StoreError::redb("scanning objects"))?
+            {
+                let (key, _) = entry.map_err(StoreError::redb("scanning objects"))?;
+                if !key.value().starts_with(prefix.as_str()) {
+                    break;
+                }
+                n += 1;
+            }
+            counts.push((kind, n));
+        }
+        Ok(counts)
+    }
+
+    /// Objects whose `ownerReferences` name `owner_uid`.
+    pub fn children(&self, owner_uid: &str) -> Result<Vec<Value>, StoreError> {
+        let tx = self.read()?;
+        let index = tx
+            .open_table(OWNER_INDEX)
+            .map_err(StoreError::redb("opening the owner index"))?;
+        let objects = tx
+            .open_table(OBJECTS)
+            .map_err(StoreError::redb("opening the objects table"))?;
+        let prefix = format!("{owner_uid}\0");
+        let mut items = Vec::new();
+        for entry in index
+            .range(prefix.as_str()..)
+            .map_err(StoreError::redb("scanning the owner index"))?
+        {
+            let (key, _) = entry.map_err(StoreError::redb("scanning the owner index"))?;
+            let Some(storage_key) = key.value().strip_prefix(prefix.as_str()) else {
+                break;
+            };
+            if let Some(bytes) = objects
+                .get(storage_key)
+                .map_err(StoreError::redb("reading an object"))?
+            {
+                items.push(decode(storage_key, bytes.value())?);
+            }
+        }
+        Ok(items)
+    }
+
+    /// The object with this uid, if it still exists.
+    pub fn get_by_uid(&self, uid: &str) -> Result<Option<Value>, StoreError> {
+        let tx = self.read()?;
+        let index = tx
+            .open_table(UID_INDEX)
+            .map_err(StoreError::redb("opening the uid index"))?;
+        let Some(storage_key) = index
+            .get(uid)
+            .map_err(StoreError::redb("reading the uid index"))?
+            .map(|k| k.value().to_string())
+        else {
+            return Ok(None);
+        };
+        drop(index);
+        match ObjectKey::from_storage_key(&storage_key) {
+            Some(key) => self.get(&key),
+            None => Err(StoreError::Corrupt {
+                record: storage_key,
+                message: "uid index entry names no valid key".into(),
+            }),
+        }
+    }
+
+    /// The newest history entries of one object, newest first.
+    pub fn history(&self, key: &ObjectKey, limit: usize) -> Result<Vec<HistoryEntry>, StoreError> {
+        let tx = self.read()?;
+        let index = tx
+            .open_table(HISTORY_BY_OBJECT)
+            .map_err(StoreError::redb("opening the history index"))?;
+        let history = tx
+            .open_table(HISTORY)
+            .map_err(StoreError::redb("opening the history"))?;
+        let prefix = format!("{}\0", key.storage_key());
+        let upper = format!("{}\u{1}", key.storage_key());
+        let mut entries = Vec::new();
+        for entry in index
+            .range(prefix.as_str()..upper.as_str())
+            .map_err(StoreError::redb("scanning the history index"))?
+            .rev()
+        {
+            if entries.len() >= limit {
+                break;
+            }
+            let (k, _) = entry.map_err(StoreError::redb("scanning the history index"))?;
+            let seq = k.value()[prefix.len()..]
+                .parse::<u64>()
+                .map_err(|e| StoreError::Corrupt {
+                    record: k.value().to_string(),
+                    message: e.to_string(),
+                })?;
+            if let Some(bytes) = history
+                .get(seq)
+                .map_err(StoreError::redb("reading the history"))?
+            {
+                entries.push(decode_history(seq, bytes.value())?);
+            }
+        }
+        Ok(entries)
+    }
+
+    /// The newest history entries of all objects, newest first.
+    pub fn recent_history(&self, limit: usize) -> Result<Vec<HistoryEntry>, StoreError> {
+        let tx = self.read()?;
+        let history = tx
+            .open_table(HISTORY)
+            .map_err(StoreError::redb("opening the history"))?;
+        let mut entries = Vec::new();
+        for entry in history
+            .range::<u64>(..)
+            .map_err(StoreError::redb("scanning the history"))?
+            .rev()
+            .take(limit)
+        {
+            let (seq, bytes) = entry.map_err(StoreError::redb("scanning the history"))?;
+            entries.push(decode_history(seq.value(), bytes.value())?);
+        }
+        Ok(entries)
+    }
+
+    /// Size of the store file in bytes.
+    pub fn file_size(&self) -> u64 {
+        std::fs::metadata(&self.shared.path)
+            .map(|m| m.len())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // The last handle stops the writer so the database file is closed cleanly.
+        if Arc::strong_count(&self.writer) == 1 {
+            let handle = self
+                .writer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(handle) = handle {
+                let (reply, _done) = oneshot::channel();
+                let _ = self.requests.send(Request::Shutdown { reply });
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+fn decode(record: &str, bytes: &[u8]) -> Result<Value, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        record: record.to_string(),
+        message: e.to_string(),
+    })
+}
+
+fn decode_history(seq: u64, bytes: &[u8]) -> Result<HistoryEntry, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        record: format!("history #{seq}"),
+        message: e.to_string(),
+    })
+}
+
+fn read_meta(tx: &redb::ReadTransaction, key: &str) -> Result<Option<u64>, StoreError> {
+    let table = match tx.open_table(META) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(StoreError::redb("opening the meta table")(e)),
+    };
+    Ok(table
+        .get(key)
+        .map_err(StoreError::redb("reading meta"))?
+        .map(|v| v.value()))
+}
+
+/// Creates the tables of a new file, checks the format version of an existing one, and returns
+/// the committed revision.
+fn initialise(db: &Database, path: &str) -> Result<u64, StoreError> {
+    let tx = db
+        .begin_write()
+        .map_err(StoreError::redb("starting the initial transaction"))?;
+    let revision = {
+        let mut meta = tx
+            .open_table(META)
+            .map_err(StoreError::redb("opening the meta table"))?;
+        let found = meta
+            .get(META_FORMAT)
+            .map_err(StoreError::redb("reading the format version"))?
+            .map(|v| v.value());
+        match found {
+            None => {
+                meta.insert(META_FORMAT, FORMAT_VERSION)
+                    .map_err(StoreError::redb("writing the format version"))?;
+            }
+            Some(v) if v == FORMAT_VERSION => {}
+            Some(v) if v < FORMAT_VERSION => {
+                migrate(v)?;
+            }
+            Some(v) => {
+                return Err(StoreError::FormatVersion {
+                    path: path.to_string(),
+                    found: v as u32,
+                    supported: FORMAT_VERSION as u32,
+                    hint: "the store was written by a newer release; upgrade the appliance or restore a backup made by this release",
+                });
+            }
+        }
+        meta.get(META_REVISION)
+            .map_err(StoreError::redb("reading the revision"))?
+            .map(|v| v.value())
+            .unwrap_or(0)
+    };
+    tx.open_table(OBJECTS)
+        .map_err(StoreError::redb("creating the objects table"))?;
+    tx.open_table(LABEL_INDEX)
+        .map_err(StoreError::redb("creating the label index"))?;
+    tx.open_table(OWNER_INDEX)
+        .map_err(StoreError::redb("creating the owner index"))?;
+    tx.open_table(UID_INDEX)
+        .map_err(StoreError::redb("creating the uid index"))?;
+    tx.open_table(HISTORY)
+        .map_err(StoreError::redb("creating the history"))?;
+    tx.open_table(HISTORY_BY_OBJECT)
+        .map_err(StoreError::redb("creating the history index"))?;
+    tx.commit()
+        .map_err(StoreError::redb("committing the initial transaction"))?;
+    Ok(revision)
+}
+
+/// Upgrades a file from an older format version. Version 1 is the first; each later version
+/// adds a step here that rewrites the affected tables inside the opening transaction.
+fn migrate(from: u64) -> Result<(), StoreError> {
+    Err(StoreError::Corrupt {
+        record: META_FORMAT.into(),
+        message: format!("format version {from} predates the first release and cannot be read"),
+    })
+}
+
+fn label_index_prefix(kind: Kind, label: &str, value: &str) -> String {
+    format!("{}\0{label}\0{value}\0", kind.as_str())
+}
+
+fn label_index_keys(key: &ObjectKey, object: &Value) -> Vec<String> {
+    object::labels(object)
+        .iter()
+        .map(|(l, v)| {
+            format!(
+                "{}{}/{}",
+                label_index_prefix(key.kind, l, v),
+                key.namespace,
+                key.name
+            )
+        })
+        .collect()
+}
+
+fn owner_index_keys(storage_key: &str, object: &Value) -> Vec<String> {
+    object::owner_uids(object)
+        .iter()
+        .map(|uid| format!("{uid}\0{storage_key}"))
+        .collect()
+}
+
+/// A key's state at the start of the batch and now.
+struct Touched {
+    original: Option<Value>,
+    current: Option<Value>,
+}
+
+/// The single writer: applies queued transactions against an overlay of the batch's writes,
+/// then commits the whole batch in one durable redb transaction.
+struct Writer {
+    shared: Arc<Shared>,
+    revision: u64,
+}
+
+impl Writer {
+    fn new(shared: Arc<Shared>, revision: u64) -> Self {
+        Writer { shared, revision }
+    }
+
+    fn run(mut self, inbox: mpsc::Receiver<Request>) {
+        while let Ok(first) = inbox.recv() {
+            let mut batch = Vec::new();
+            let mut shutdown = None;
+            match first {
+                Request::Commit { transaction, reply } => batch.push((transaction, reply)),
+                Request::Shutdown { reply } => shutdown = Some(reply),
+            }
+            while shutdown.is_none() && batch.len() < self.shared.options.max_batch {
+                match inbox.try_recv() {
+                    Ok(Request::Commit { transaction, reply }) => batch.push((transaction, reply)),
+                    Ok(Request::Shutdown { reply }) => shutdown = Some(reply),
+                    Err(_) => break,
+                }
+            }
+            if !batch.is_empty() {
+                self.commit_batch(batch);
+            }
+            if let Some(reply) = shutdown {
+                let _ = reply.send(());
+                return;
+            }
+        }
+    }
+
+    fn commit_batch(
+        &mut self,
+        batch: Vec<(Transaction, oneshot::Sender<Result<Committed, StoreError>>)>,
+    ) {
+        let start_revision = self.revision;
+        match self.try_commit_batch(&batch) {
+            Ok((outcomes, change_sets)) => {
+                self.shared.revision.store(self.revision, Ordering::Release);
+                {
+                    let mut recent = self
+                        .shared
+                        .recent
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner());
+                    for set in &change_sets {
+                        recent.push_back(set.clone());
+                        while recent.len() > self.shared.options.recent_changes {
+                            recent.pop_front();
+                        }
+                        // Nobody listening is fine.
+                        let _ = self.shared.feed.send(set.clone());
+                    }
+                }
+                for ((_, reply), outcome) in batch.into_iter().zip(outcomes) {
+                    let _ = reply.send(outcome);
+                }
+            }
+            Err(error) => {
+                self.revision = start_revision;
+                tracing::error!(%error, "store commit failed; the batch was rolled back");
+                let message = error.to_string();
+                for (_, reply) in batch {
+                    let _ = reply.send(Err(StoreError::CommitFailed {
+                        message: message.clone(),
+                    }));
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn try_commit_batch(
+        &mut self,
+        batch: &[(Transaction, oneshot::Sender<Result<Committed, StoreError>>)],
+    ) -> Result<(Vec<Result<Committed, StoreError>>, Vec<SharedChangeSet>), StoreError> {
+        let mut tx = self
+            .shared
+            .db
+            .begin_write()
+            .map_err(StoreError::redb("starting a write"))?;
+        tx.set_durability(if self.shared.options.durable {
+            Durability::Immediate
+        } else {
+            Durability::None
+        })
+        .map_err(|e| StoreError::Corrupt {
+            record: "durability".into(),
+            message: e.to_string(),
+        })?;
+        let now = format_time(self.shared.options.clock.now());
+        let mut touched: HashMap<String, Touched> = HashMap::new();
+        let mut outcomes = Vec::with_capacity(batch.len());
+        let mut change_sets = Vec::new();
+        {
+            let objects = tx
+                .open_table(OBJECTS)
+                .map_err(StoreError::redb("opening the objects table"))?;
+            for (transaction, _) in batch {
+                let mut view = TransactionView {
+                    objects: &objects,
+                    batch: &touched,
+                    local: HashMap::new(),
+                };
+                let next = self.revision + 1;
+                match apply_transaction(transaction, &mut view, next, &now) {
+                    Ok(results) => {
+                        let local = view.local;
+                        let mut changes = Vec::new();
+                        for (storage_key, (original_in_txn, new)) in local {
+                            let before = original_in_txn.clone();
+                            let entry = match touched.remove(&storage_key) {
+                                Some(mut t) => {
+                                    t.current = new.clone();
+                                    t
+                                }
+                                None => Touched {
+                                    original: original_in_txn,
+                                    current: new.clone(),
+                                },
+                            };
+                            if let Some(change) =
+                                describe_change(&storage_key, before, new, next)
+                            {
+                                changes.push(change);
+                            }
+                            touched.insert(storage_key, entry);
+                        }
+                        if changes.is_empty() {
+                            outcomes.push(Ok(Committed {
+                                revision: self.revision,
+                                objects: results,
+                            }));
+                        } else {
+                            changes.sort_by(|a, b| a.key.cmp(&b.key));
+                            self.revision = next;
+                            change_sets.push(Arc::new(ChangeSet {
+                                revision: next,
+                                time: now.clone(),
+                                changes,
+                            }));
+                            outcomes.push(Ok(Committed {
+                                revision: next,
+                                objects: results,
+                            }));
+                        }
+                    }
+                    Err(e) => outcomes.push(Err(e)),
+                }
+            }
+        }
+        if change_sets.is_empty() {
+            tx.abort().map_err(StoreError::redb("aborting a no-op write"))?;
+            return Ok((outcomes, change_sets));
+        }
+        self.write_touched(&tx, &touched)?;
+        self.write_history(&tx, &change_sets)?;
+        {
+            let mut meta = tx
+                .open_table(META)
+                .map_err(StoreError::redb("opening the meta table"))?;
+            meta.insert(META_REVISION, self.revision)
+                .map_err(StoreError::redb("writing the revision"))?;
+        }
+        tx.commit().map_err(StoreError::redb("committing"))?;
+        Ok((outcomes, change_sets))
+    }
+
+    fn write_touched(
+        &self,
+        tx: &redb::WriteTransaction,
+        touched: &HashMap<String, Touched>,
+    ) -> Result<(), StoreError> {
+        let mut objects = tx
+            .open_table(OBJECTS)
+            .map_err(StoreError::redb("opening the objects table"))?;
+        let mut labels = tx
+            .open_table(LABEL_INDEX)
+            .map_err(StoreError::redb("opening the label index"))?;
+        let mut owners = tx
+            .open_table(OWNER_INDEX)
+            .map_err(StoreError::redb("opening the owner index"))?;
+        let mut uids = tx
+            .open_table(UID_INDEX)
+            .map_err(StoreError::redb("opening the uid index"))?;
+        for (storage_key, t) in touched {
+            let Some(key) = ObjectKey::from_storage_key(storage_key) else {
+                continue;
+            };
+            if let Some(old) = &t.original {
+                for k in label_index_keys(&key, old) {
+                    labels
+                        .remove(k.as_str())
+                        .map_err(StoreError::redb("updating the label index"))?;
+                }
+                for k in owner_index_keys(storage_key, old) {
+                    owners
+                        .remove(k.as_str())
+                        .map_err(StoreError::redb("updating the owner index"))?;
+                }
+                let uid = object::uid(old);
+                if !uid.is_empty() {
+                    uids.remove(uid)
+                        .map_err(StoreError::redb("updating the uid index"))?;
+                }
+            }
+            match &t.current {
+                Some(new) => {
+                    let bytes = serde_json::to_vec(new).map_err(|e| StoreError::Corrupt {
+                        record: storage_key.clone(),
+                        message: e.to_string(),
+                    })?;
+                    objects
+                        .insert(storage_key.as_str(), bytes.as_slice())
+                        .map_err(StoreError::redb("writing an object"))?;
+                    for k in label_index_keys(&key, new) {
+                        labels
+                            .insert(k.as_str(), ())
+                            .map_err(StoreError::redb("updating the label index"))?;
+                    }
+                    for k in owner_index_keys(storage_key, new) {
+                        owners
+                            .insert(k.as_str(), ())
+                            .map_err(StoreError::redb("updating the owner index"))?;
+                    }
+                    let uid = object::uid(new);
+                    if !uid.is_empty() {
+                        uids.insert(uid, storage_key.as_str())
+                            .map_err(StoreError::redb("updating the uid index"))?;
+                    }
+                }
+                None => {
+                    objects
+                        .remove(storage_key.as_str())
+                        .map_err(StoreError::redb("removing an object"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_history(
+        &self,
+        tx: &redb::WriteTransaction,
+        change_sets: &[SharedChangeSet],
+    ) -> Result<(), StoreError> {
+        let mut meta = tx
+            .open_table(META)
+            .map_err(StoreError::redb("opening the meta table"))?;
+        let mut history = tx
+            .open_table(HISTORY)
+            .map_err(StoreError::redb("opening the history"))?;
+        let mut by_object = tx
+            .open_table(HISTORY_BY_OBJECT)
+            .map_err(StoreError::redb("opening the history index"))?;
+        let read = |meta: &redb::Table<&str, u64>, k: &str| -> Result<u64, StoreError> {
+            Ok(meta
+                .get(k)
+                .map_err(StoreError::redb("reading meta"))?
+                .map(|v| v.value())
+                .unwrap_or(0))
+        };
+        let mut first = read(&meta, META_HISTORY_FIRST)?;
+        let mut next = read(&meta, META_HISTORY_NEXT)?;
+        for set in change_sets {
+            for change in &set.changes {
+                let entry = HistoryEntry::from_change(set.revision, &set.time, change);
+                let bytes = serde_json::to_vec(&entry).map_err(|e| StoreError::Corrupt {
+                    record: "history entry".into(),
+                    message: e.to_string(),
+                })?;
+                history
+                    .insert(next, bytes.as_slice())
+                    .map_err(StoreError::redb("writing history"))?;
+                let index_key = format!("{}\0{next:020}", change.key.storage_key());
+                by_object
+                    .insert(index_key.as_str(), ())
+                    .map_err(StoreError::redb("writing the history index"))?;
+                next += 1;
+            }
+        }
+        while next - first > self.shared.options.history_limit {
+            let removed = history
+                .remove(first)
+                .map_err(StoreError::redb("trimming history"))?
+                .map(|v| v.value().to_vec());
+            if let Some(bytes) = removed
+                && let Ok(entry) = decode_history(first, &bytes)
+            {
+                let index_key = format!("{}\0{first:020}", entry.key.storage_key());
+                by_object
+                    .remove(index_key.as_str())
+                    .map_err(StoreError::redb("trimming the history index"))?;
+            }
+            first += 1;
+        }
+        meta.insert(META_HISTORY_FIRST, first)
+            .map_err(StoreError::redb("writing meta"))?;
+        meta.insert(META_HISTORY_NEXT, next)
+            .map_err(StoreError::redb("writing meta"))?;
+        Ok(())
+    }
+}
+
+fn describe_change(
+    storage_key: &str,
+    before: Option<Value>,
+    after: Option<Value>,
+    revision: u64,
+) -> Option<Change> {
+    let key = ObjectKey::from_storage_key(storage_key)?;
+    let previous_phase = before
+        .as_ref()
+        .and_then(|b| object::phase(b))
+        .map(str::to_string);
+    match (before, after) {
+        (None, Some(object)) => Some(Change {
+            change_type: ChangeType::Added,
+            key,
+            object,
+            previous_phase,
+        }),
+        (Some(_), Some(object)) => Some(Change {
+            change_type: ChangeType::Modified,
+            key,
+            object,
+            previous_phase,
+        }),
+        (Some(mut object), None) => Some(Change {
+            change_type: ChangeType::Deleted,
+            object: {
+                set_meta(
+                    &mut object,
+                    "resourceVersion",
+                    Value::String(revision.to_string()),
+                );
+                object
+            },
+            key,
+            previous_phase,
+        }),
+        (None, None) => None,
+    }
+}
+
+/// Reads through the transaction's own writes, then the batch's, then the file.
+struct TransactionView<'a, 't> {
+    objects: &'a redb::Table<'t, &'static str, &'static [u8]>,
+    batch: &'a HashMap<String, Touched>,
+    /// Key → (state before this transaction, state after its writes so far).
+    local: HashMap<String, (Option<Value>, Option<Value>)>,
+}
+
+impl TransactionView<'_, '_> {
+    fn before_transaction(&self, storage_key: &str) -> Result<Option<Value>, StoreError> {
+        if let Some(t) = self.batch.get(storage_key) {
+            return Ok(t.current.clone());
+        }
+        match self
+            .objects
+            .get(storage_key)
+            .map_err(StoreError::redb("reading an object"))?
+        {
+            Some(bytes) => decode(storage_key, bytes.value()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn get(&mut self, storage_key: &str) -> Result<Option<Value>, StoreError> {
+        if let Some((_, now)) = self.local.get(storage_key) {
+            return Ok(now.clone());
+        }
+        self.before_transaction(storage_key)
+    }
+
+    fn put(&mut self, storage_key: &str, value: Option<Value>) -> Result<(), StoreError> {
+        if let Some(entry) = self.local.get_mut(storage_key) {
+            entry.1 = value;
+            return Ok(());
+        }
+        let before = self.before_transaction(storage_key)?;
+        self.local.insert(storage_key.to_string(), (before, value));
+        Ok(())
+    }
+}
+
+fn set_meta(object: &mut Value, field: &str, value: Value) {
+    object::metadata_mut(object).insert(field.to_string(), value);
+}
+
+fn generated_name(prefix: &str) -> String {
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    let suffix: String = bytes[..5]
+        .iter()
+        .map(|b| NAME_SUFFIX_ALPHABET[*b as usize % NAME_SUFFIX_ALPHABET.len()] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+/// Applies one transaction's writes to the view; all-or-nothing because the caller drops the
+/// view's local writes on error.
+fn apply_transaction(
+    transaction: &Transaction,
+    view: &mut TransactionView<'_, '_>,
+    revision: u64,
+    now: &str,
+) -> Result<Vec<Option<Value>>, StoreError> {
+    let rv = revision.to_string();
+    let mut results = Vec::with_capacity(transaction.writes.len());
+    for write in &transaction.writes {
+        match write {
+            Write::Create(input) => {
+                let mut obj = input.clone();
+                if object::name(&obj).is_empty() {
+                    let prefix = object::meta_str(&obj, "generateName").unwrap_or_default();
+                    if prefix.is_empty() {
+                        return Err(object::invalid(
+                            None,
+                            "metadata.name",
+                            "Required value: name or generateName is required",
+                        ));
+                    }
+                    let name = generated_name(prefix);
+                    set_meta(&mut obj, "name", Value::String(name));
+                }
+                let key = object::key_of(&obj)?;
+                if key.kind.namespaced() {
+                    set_meta(&mut obj, "namespace", Value::String(key.namespace.clone()));
+                }
+                let storage_key = key.storage_key();
+                if view.get(&storage_key)?.is_some() {
+                    return Err(StoreError::AlreadyExists { key });
+                }
+                let meta = object::metadata_mut(&mut obj);
+                meta.insert(
+                    "uid".into(),
+                    Value::String(uuid::Uuid::new_v4().to_string()),
+                );
+                meta.insert("creationTimestamp".into(), Value::String(now.to_string()));
+                meta.insert("resourceVersion".into(), Value::String(rv.clone()));
+                meta.remove("deletionTimestamp");
+                if key.kind.has_generation() {
+                    meta.insert("generation".into(), Value::from(1));
+                } else {
+                    meta.remove("generation");
+                }
+                view.put(&storage_key, Some(obj.clone()))?;
+                results.push(Some(obj));
+            }
+            Write::Update(input) => {
+                let mut obj = input.clone();
+                let key = object::key_of(&obj)?;
+                let storage_key = key.storage_key();
+                let Some(current) = view.get(&storage_key)? else {
+                    return Err(StoreError::NotFound { key });
+                };
+                let expected = object::resource_version(&obj);
+                let actual = object::resource_version(&current);
+                if !expected.is_empty() && expected != actual {
+                    return Err(StoreError::Conflict {
+                        key,
+                        expected: expected.to_string(),
+                        actual: actual.to_string(),
+                    });
+                }
+                {
+                    let cur_meta = object::metadata(&current).cloned().unwrap_or_default();
+                    let meta = object::metadata_mut(&mut obj);
+                    for kept in ["uid", "creationTimestamp", "deletionTimestamp"] {
+                        match cur_meta.get(kept) {
+                            Some(v) => meta.insert(kept.into(), v.clone()),
+                            None => meta.remove(kept),
+                        };
+                    }
+                    if key.kind.namespaced() {
+                        meta.insert("namespace".into(), Value::String(key.namespace.clone()));
+                    }
+                    meta.insert(
+                        "resourceVersion".into(),
+                        Value::String(actual.to_string()),
+                    );
+                }
+                if key.kind.has_generation() {
+                    let generation = object::generation(&current)
+                        + i64::from(object::spec_differs(&current, &obj));
+                    set_meta(&mut obj, "generation", Value::from(generation.max(1)));
+                }
+                if obj == current {
+                    results.push(Some(current));
+                    continue;
+                }
+                if object::deletion_timestamp(&obj).is_some() && object::finalizers(&obj).is_empty()
+                {
+                    set_meta(&mut obj, "resourceVersion", Value::String(rv.clone()));
+                    view.put(&storage_key, None)?;
+                    results.push(None);
+                    continue;
+                }
+                set_meta(&mut obj, "resourceVersion", Value::String(rv.clone()));
+                view.put(&storage_key, Some(obj.clone()))?;
+                results.push(Some(obj));
+            }
+            Write::Delete {
+                key,
+                resource_version,
+            } => {
+                let storage_key = key.storage_key();
+                let Some(mut current) = view.get(&storage_key)? else {
+                    return Err(StoreError::NotFound { key: key.clone() });
+                };
+                if let Some(expected) = resource_version {
+                    let actual = object::resource_version(&current);
+                    if !expected.is_empty() && expected != actual {
+                        return Err(StoreError::Conflict {
+                            key: key.clone(),
+                            expected: expected.clone(),
+                            actual: actual.to_string(),
+                        });
+                    }
+                }
+                if object::finalizers(&current).is_empty() {
+                    view.put(&storage_key, None)?;
+                    results.push(None);
+                } else if object::deletion_timestamp(&current).is_some() {
+                    results.push(Some(current));
+                } else {
+                    set_meta(
+                        &mut current,
+                        "deletionTimestamp",
+                        Value::String(now.to_string()),
+                    );
+                    set_meta(&mut current, "resourceVersion", Value::String(rv.clone()));
+                    view.put(&storage_key, Some(current.clone()))?;
+                    results.push(Some(current));
+                }
+            }
+        }
+    }
+    Ok(results)
+}

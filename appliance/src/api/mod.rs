@@ -1,0 +1,1 @@
+//! Kubernetes-style HTTP API.

@@ -1,0 +1,1 @@
+//! Folder ingest: the manifests directory as the source of user objects.

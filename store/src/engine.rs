@@ -285,11 +285,7 @@ impl Store {
         if self.requests.send(Request::Shutdown { reply }).is_ok() {
             let _ = done.blocking_recv();
         }
-        let handle = self
-            .writer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let handle = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(handle) = handle {
             let _ = handle.join();
         }
@@ -506,12 +502,13 @@ impl Store {
                 break;
             }
             let (k, _) = entry.map_err(StoreError::redb("scanning the history index"))?;
-            let seq = k.value()[prefix.len()..]
-                .parse::<u64>()
-                .map_err(|e| StoreError::Corrupt {
-                    record: k.value().to_string(),
-                    message: e.to_string(),
-                })?;
+            let seq =
+                k.value()[prefix.len()..]
+                    .parse::<u64>()
+                    .map_err(|e| StoreError::Corrupt {
+                        record: k.value().to_string(),
+                        message: e.to_string(),
+                    })?;
             if let Some(bytes) = history
                 .get(seq)
                 .map_err(StoreError::redb("reading the history"))?
@@ -553,11 +550,7 @@ impl Drop for Store {
     fn drop(&mut self) {
         // The last handle stops the writer so the database file is closed cleanly.
         if Arc::strong_count(&self.writer) == 1 {
-            let handle = self
-                .writer
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
+            let handle = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(handle) = handle {
                 let (reply, _done) = oneshot::channel();
                 let _ = self.requests.send(Request::Shutdown { reply });
@@ -733,11 +726,7 @@ impl Writer {
             Ok((outcomes, change_sets)) => {
                 self.shared.revision.store(self.revision, Ordering::Release);
                 {
-                    let mut recent = self
-                        .shared
-                        .recent
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner());
+                    let mut recent = self.shared.recent.lock().unwrap_or_else(|e| e.into_inner());
                     for set in &change_sets {
                         recent.push_back(set.clone());
                         while recent.len() > self.shared.options.recent_changes {
@@ -814,9 +803,7 @@ impl Writer {
                                     current: new.clone(),
                                 },
                             };
-                            if let Some(change) =
-                                describe_change(&storage_key, before, new, next)
-                            {
+                            if let Some(change) = describe_change(&storage_key, before, new, next) {
                                 changes.push(change);
                             }
                             touched.insert(storage_key, entry);
@@ -845,7 +832,8 @@ impl Writer {
             }
         }
         if change_sets.is_empty() {
-            tx.abort().map_err(StoreError::redb("aborting a no-op write"))?;
+            tx.abort()
+                .map_err(StoreError::redb("aborting a no-op write"))?;
             return Ok((outcomes, change_sets));
         }
         self.write_touched(&tx, &touched)?;
@@ -1068,6 +1056,18 @@ impl TransactionView<'_, '_> {
         self.before_transaction(storage_key)
     }
 
+    /// Whether `expected` names the object's resourceVersion as of the start of the transaction
+    /// or after its earlier writes: callers only ever saw the former.
+    fn resource_version_matches(&self, storage_key: &str, expected: &str, now: &Value) -> bool {
+        expected.is_empty()
+            || expected == object::resource_version(now)
+            || self
+                .local
+                .get(storage_key)
+                .and_then(|(before, _)| before.as_ref())
+                .is_some_and(|b| object::resource_version(b) == expected)
+    }
+
     fn put(&mut self, storage_key: &str, value: Option<Value>) -> Result<(), StoreError> {
         if let Some(entry) = self.local.get_mut(storage_key) {
             entry.1 = value;
@@ -1151,7 +1151,7 @@ fn apply_transaction(
                 };
                 let expected = object::resource_version(&obj);
                 let actual = object::resource_version(&current);
-                if !expected.is_empty() && expected != actual {
+                if !view.resource_version_matches(&storage_key, expected, &current) {
                     return Err(StoreError::Conflict {
                         key,
                         expected: expected.to_string(),
@@ -1170,10 +1170,7 @@ fn apply_transaction(
                     if key.kind.namespaced() {
                         meta.insert("namespace".into(), Value::String(key.namespace.clone()));
                     }
-                    meta.insert(
-                        "resourceVersion".into(),
-                        Value::String(actual.to_string()),
-                    );
+                    meta.insert("resourceVersion".into(), Value::String(actual.to_string()));
                 }
                 if key.kind.has_generation() {
                     let generation = object::generation(&current)
@@ -1205,7 +1202,7 @@ fn apply_transaction(
                 };
                 if let Some(expected) = resource_version {
                     let actual = object::resource_version(&current);
-                    if !expected.is_empty() && expected != actual {
+                    if !view.resource_version_matches(&storage_key, expected, &current) {
                         return Err(StoreError::Conflict {
                             key: key.clone(),
                             expected: expected.clone(),

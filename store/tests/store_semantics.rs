@@ -32,7 +32,12 @@ fn create_sets_server_fields_and_rejects_duplicates() {
     assert_eq!(obj["metadata"]["resourceVersion"], "1");
     assert_eq!(obj["metadata"]["generation"], 1);
     assert!(obj["metadata"]["uid"].as_str().unwrap().len() == 36);
-    assert!(obj["metadata"]["creationTimestamp"].as_str().unwrap().ends_with('Z'));
+    assert!(
+        obj["metadata"]["creationTimestamp"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
     let err = store
         .commit_blocking(Transaction::new().create(target("a", json!({}))))
         .unwrap_err();
@@ -52,7 +57,9 @@ fn stale_resource_version_conflicts_and_changes_nothing() {
         .unwrap();
     let mut first = created.clone();
     first["spec"]["config"] = json!({"kubeconfig": "y"});
-    let updated = store.commit_blocking(Transaction::new().update(first)).unwrap();
+    let updated = store
+        .commit_blocking(Transaction::new().update(first))
+        .unwrap();
     assert_eq!(updated.revision, 2);
     let mut stale = created.clone();
     stale["spec"]["config"] = json!({"kubeconfig": "z"});
@@ -81,13 +88,18 @@ fn generation_bumps_only_outside_metadata_and_status() {
         .unwrap();
     obj["metadata"]["labels"] = json!({"x": "y"});
     obj["status"] = json!({"phase": "Succeeded"});
-    let obj = store.commit_blocking(Transaction::new().update(obj)).unwrap().objects[0]
+    let obj = store
+        .commit_blocking(Transaction::new().update(obj))
+        .unwrap()
+        .objects[0]
         .clone()
         .unwrap();
     assert_eq!(obj["metadata"]["generation"], 1);
     assert_eq!(obj["metadata"]["resourceVersion"], "2");
     // Writing the same content again is a no-op: no new revision.
-    let same = store.commit_blocking(Transaction::new().update(obj.clone())).unwrap();
+    let same = store
+        .commit_blocking(Transaction::new().update(obj.clone()))
+        .unwrap();
     assert_eq!(same.revision, 2);
     assert_eq!(store.revision(), 2);
 }
@@ -120,7 +132,9 @@ fn finalizers_turn_delete_into_deletion_timestamp() {
     assert!(kept["metadata"]["deletionTimestamp"].is_string());
     let mut released = kept;
     released["metadata"]["finalizers"] = json!([]);
-    let gone = store.commit_blocking(Transaction::new().update(released)).unwrap();
+    let gone = store
+        .commit_blocking(Transaction::new().update(released))
+        .unwrap();
     assert!(gone.objects[0].is_none());
     assert!(store.get(&key("a")).unwrap().is_none());
 }
@@ -158,7 +172,10 @@ fn label_and_owner_indexes_follow_updates() {
     let mut child = target("child", json!({"role": "c", "tier": "1"}));
     child["metadata"]["ownerReferences"] = json!([{"apiVersion": "landscaper.gardener.cloud/v1alpha1",
         "kind": "Target", "name": "parent", "uid": uid}]);
-    let child = store.commit_blocking(Transaction::new().create(child)).unwrap().objects[0]
+    let child = store
+        .commit_blocking(Transaction::new().create(child))
+        .unwrap()
+        .objects[0]
         .clone()
         .unwrap();
     let sel = |s: &str| LabelSelector::parse(s).unwrap();
@@ -167,23 +184,78 @@ fn label_and_owner_indexes_follow_updates() {
             .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
             .collect()
     };
-    assert_eq!(names(store.list(Kind::Target, None, &sel("role=c")).unwrap().items), ["child"]);
-    assert_eq!(names(store.list(Kind::Target, Some("ns"), &sel("role=c,tier=1")).unwrap().items), ["child"]);
-    assert!(store.list(Kind::Target, Some("other"), &sel("role=c")).unwrap().items.is_empty());
-    assert_eq!(names(store.list(Kind::Target, None, &sel("role!=c")).unwrap().items), ["parent"]);
+    assert_eq!(
+        names(
+            store
+                .list(Kind::Target, None, &sel("role=c"))
+                .unwrap()
+                .items
+        ),
+        ["child"]
+    );
+    assert_eq!(
+        names(
+            store
+                .list(Kind::Target, Some("ns"), &sel("role=c,tier=1"))
+                .unwrap()
+                .items
+        ),
+        ["child"]
+    );
+    assert!(
+        store
+            .list(Kind::Target, Some("other"), &sel("role=c"))
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(
+        names(
+            store
+                .list(Kind::Target, None, &sel("role!=c"))
+                .unwrap()
+                .items
+        ),
+        ["parent"]
+    );
     assert_eq!(names(store.children(&uid).unwrap()), ["child"]);
-    assert_eq!(names(store.get_by_uid(&uid).unwrap().into_iter().collect()), ["parent"]);
+    assert_eq!(
+        names(store.get_by_uid(&uid).unwrap().into_iter().collect()),
+        ["parent"]
+    );
     let mut relabelled = child;
     relabelled["metadata"]["labels"] = json!({"role": "d"});
     relabelled["metadata"]["ownerReferences"] = json!([]);
-    store.commit_blocking(Transaction::new().update(relabelled)).unwrap();
-    assert!(store.list(Kind::Target, None, &sel("role=c")).unwrap().items.is_empty());
-    assert_eq!(names(store.list(Kind::Target, None, &sel("role=d")).unwrap().items), ["child"]);
+    store
+        .commit_blocking(Transaction::new().update(relabelled))
+        .unwrap();
+    assert!(
+        store
+            .list(Kind::Target, None, &sel("role=c"))
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(
+        names(
+            store
+                .list(Kind::Target, None, &sel("role=d"))
+                .unwrap()
+                .items
+        ),
+        ["child"]
+    );
     assert!(store.children(&uid).unwrap().is_empty());
     store
         .commit_blocking(Transaction::new().delete(key("child"), None))
         .unwrap();
-    assert!(store.list(Kind::Target, None, &sel("role=d")).unwrap().items.is_empty());
+    assert!(
+        store
+            .list(Kind::Target, None, &sel("role=d"))
+            .unwrap()
+            .items
+            .is_empty()
+    );
 }
 
 #[test]
@@ -192,11 +264,17 @@ fn generate_name_and_default_namespace() {
     let store = open(&dir);
     let obj = json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "DataObject",
         "metadata": {"generateName": "exec-item-"}, "data": 1});
-    let made = store.commit_blocking(Transaction::new().create(obj)).unwrap().objects[0]
+    let made = store
+        .commit_blocking(Transaction::new().create(obj))
+        .unwrap()
+        .objects[0]
         .clone()
         .unwrap();
     let name = made["metadata"]["name"].as_str().unwrap();
-    assert!(name.starts_with("exec-item-") && name.len() == "exec-item-".len() + 5, "{name}");
+    assert!(
+        name.starts_with("exec-item-") && name.len() == "exec-item-".len() + 5,
+        "{name}"
+    );
     assert_eq!(made["metadata"]["namespace"], "default");
 }
 
@@ -228,7 +306,10 @@ async fn change_feed_carries_every_commit_in_order_and_history_is_kept() {
     assert_eq!(store.changes_since(45).unwrap().len(), 5);
     let mut obj = store.get(&key("t3")).unwrap().unwrap();
     obj["status"] = json!({"phase": "Init"});
-    store.commit(Transaction::new().update(obj.clone())).await.unwrap();
+    store
+        .commit(Transaction::new().update(obj.clone()))
+        .await
+        .unwrap();
     let mut obj = store.get(&key("t3")).unwrap().unwrap();
     obj["status"] = json!({"phase": "Succeeded"});
     store.commit(Transaction::new().update(obj)).await.unwrap();

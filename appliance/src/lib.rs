@@ -1,4 +1,12 @@
 //! The Landscaper appliance daemon and CLI: configuration, folder ingest, controllers, HTTP API.
 
 pub mod api;
+pub mod cli;
+pub mod client;
+pub mod commands;
+pub mod config;
+pub mod daemon;
+pub mod history;
 pub mod ingest;
+pub mod logging;
+pub mod validate;

@@ -1,1 +1,67 @@
-fn main() {}
+use std::process::ExitCode;
+
+use clap::Parser;
+use landscaper_appliance::cli::{Cli, Command};
+use landscaper_appliance::config::{Config, LogFormat, Overrides};
+use landscaper_appliance::{commands, daemon, logging, validate};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let log_format = cli.log_format;
+    match cli.command {
+        Command::Serve(args) => {
+            let config = Config::load(
+                args.config.as_deref(),
+                Overrides {
+                    manifests_dir: args.manifests,
+                    data_dir: args.data,
+                    listen: args.listen,
+                    log_format,
+                },
+            )?;
+            logging::init(config.log_format, &config.log_level);
+            daemon::run_blocking(config)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo(args) => {
+            logging::init(log_format.unwrap_or(LogFormat::Text), "info");
+            let config = daemon::prepare_demo(&args)?;
+            daemon::run_blocking(config)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Get(args) => {
+            commands::get(&args, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Describe(args) => {
+            commands::describe(&args, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Validate(args) => {
+            let report = validate::run(&args.paths, &mut std::io::stdout().lock())?;
+            Ok(if report.errors == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::Version => {
+            println!(
+                "landscaper-appliance {} (store format {})",
+                env!("CARGO_PKG_VERSION"),
+                landscaper_store::FORMAT_VERSION
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

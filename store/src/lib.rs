@@ -15,9 +15,7 @@ pub mod selector;
 
 pub use change::{Change, ChangeSet, ChangeType, HistoryEntry, SharedChangeSet};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{
-    Committed, FORMAT_VERSION, ObjectList, Store, StoreOptions, Transaction, Write,
-};
+pub use engine::{Committed, FORMAT_VERSION, ObjectList, Store, StoreOptions, Transaction, Write};
 pub use error::StoreError;
 pub use key::ObjectKey;
 pub use model::Kind;

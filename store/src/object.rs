@@ -201,7 +201,9 @@ mod tests {
         );
         let file = json!({"apiVersion": "appliance.landscaper-appliance.io/v1alpha1",
             "kind": "ManifestFile", "metadata": {"name": "f", "namespace": "x"}});
-        assert!(matches!(key_of(&file), Err(StoreError::Invalid { field, .. }) if field == "metadata.namespace"));
+        assert!(
+            matches!(key_of(&file), Err(StoreError::Invalid { field, .. }) if field == "metadata.namespace")
+        );
         let unknown = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
         assert!(key_of(&unknown).is_err());
     }

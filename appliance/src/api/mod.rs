@@ -1,1 +1,200 @@
 //! Kubernetes-style HTTP API.
+//!
+//! The appliance answers like a Kubernetes API server so that `kubectl` and other Kubernetes
+//! clients can read its objects: discovery (aggregated and legacy), `get`, `list` and `watch` of
+//! every stored kind, server-side table printing, and errors as `Status` objects. Writes are not
+//! served yet (405). Secret values are always redacted (see [`objects`]).
+//!
+//! Modules, one concern each:
+//! - [`discovery`]: `/api`, `/apis`, `/apis/{group}[/{version}]`, `/version`;
+//! - [`resources`]: the served resources (kind, printer columns, URL parsing);
+//! - [`objects`]: `get` and `list` handlers, field selectors, secret redaction;
+//! - [`watch`]: the watch event stream;
+//! - [`table`]: `meta.k8s.io/v1` `Table` conversion;
+//! - [`negotiate`]: query parameters and `Accept` header negotiation;
+//! - [`status`]: errors as Kubernetes `Status` objects;
+//! - [`health`]: `/healthz`, `/livez`, `/readyz`.
+
+pub mod discovery;
+pub mod health;
+pub mod namespaces;
+pub mod negotiate;
+pub mod objects;
+pub mod resources;
+pub mod status;
+pub mod table;
+pub mod watch;
+
+use std::future::Future;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{any, get};
+use landscaper_store::Store;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use status::ApiError;
+
+/// Whether the daemon is ready to serve consistent data: the flag behind `/readyz`. Starts
+/// "not ready" with a reason; the daemon calls [`Readiness::set_ready`] once the initial scan of
+/// the manifests folder is done. Cheap to clone; all clones share the flag.
+#[derive(Clone, Debug)]
+pub struct Readiness {
+    /// `None` when ready, else why not.
+    not_ready: Arc<RwLock<Option<String>>>,
+}
+
+impl Readiness {
+    /// A flag that is not ready yet, for `reason` (shown by `/readyz`).
+    pub fn not_ready(reason: impl Into<String>) -> Self {
+        Readiness {
+            not_ready: Arc::new(RwLock::new(Some(reason.into()))),
+        }
+    }
+
+    /// A flag that is ready from the start.
+    pub fn ready() -> Self {
+        Readiness {
+            not_ready: Arc::new(RwLock::new(None)),
+        }
+    }
+
+    pub fn set_ready(&self) {
+        *self.not_ready.write().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    pub fn set_not_ready(&self, reason: impl Into<String>) {
+        *self.not_ready.write().unwrap_or_else(|e| e.into_inner()) = Some(reason.into());
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.not_ready_reason().is_none()
+    }
+
+    /// Why the daemon is not ready, or `None` when it is.
+    pub fn not_ready_reason(&self) -> Option<String> {
+        self.not_ready
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl Default for Readiness {
+    fn default() -> Self {
+        Readiness::not_ready("the initial scan of the manifests folder has not finished")
+    }
+}
+
+/// Tuning of the API.
+#[derive(Clone, Debug)]
+pub struct ApiOptions {
+    /// How often a watch that asked for `allowWatchBookmarks` gets a BOOKMARK event.
+    pub bookmark_interval: Duration,
+    /// Upper bound for a watch's `timeoutSeconds`; watches without one run until the client
+    /// or the server goes away.
+    pub max_watch_timeout: Duration,
+}
+
+impl Default for ApiOptions {
+    fn default() -> Self {
+        ApiOptions {
+            bookmark_interval: Duration::from_secs(60),
+            max_watch_timeout: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What the handlers share: the store, the readiness flag, the shutdown signal and options.
+#[derive(Clone, Debug)]
+pub struct ApiState {
+    pub store: Store,
+    pub readiness: Readiness,
+    /// Cancelled on shutdown: open watch streams end so that graceful shutdown can finish.
+    pub shutdown: CancellationToken,
+    pub options: ApiOptions,
+}
+
+impl ApiState {
+    /// State with a fresh shutdown token and default options.
+    pub fn new(store: Store, readiness: Readiness) -> Self {
+        ApiState {
+            store,
+            readiness,
+            shutdown: CancellationToken::new(),
+            options: ApiOptions::default(),
+        }
+    }
+
+    /// Uses `token` as the shutdown signal (pass the one that also stops [`serve`]).
+    pub fn with_shutdown(mut self, token: CancellationToken) -> Self {
+        self.shutdown = token;
+        self
+    }
+
+    pub fn with_options(mut self, options: ApiOptions) -> Self {
+        self.options = options;
+        self
+    }
+}
+
+/// The HTTP API as an axum router.
+pub fn router(state: ApiState) -> Router {
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/livez", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/version", get(discovery::version))
+        .route("/api", get(discovery::core_versions))
+        .route("/api/v1", get(discovery::core_resources))
+        .route("/api/v1/{*rest}", any(objects::core_resource))
+        .route("/apis", get(discovery::groups))
+        .route("/apis/{group}", get(discovery::group))
+        .route(
+            "/apis/{group}/{version}",
+            get(discovery::group_version_resources),
+        )
+        .route(
+            "/apis/{group}/{version}/{*rest}",
+            any(objects::group_resource),
+        )
+        .fallback(status::fallback)
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// How long [`serve`] waits for open connections after the shutdown signal.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Serves `router` on `listener` until `shutdown` completes, then stops accepting connections
+/// and waits up to [`SHUTDOWN_GRACE`] for open requests to finish. Watch streams end by
+/// themselves when the [`ApiState::shutdown`] token is cancelled, so pass a future derived from
+/// that token (e.g. `token.clone().cancelled_owned()`).
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
+    let shutdown = async move {
+        shutdown.await;
+        let _ = signalled_tx.send(());
+    };
+    let server = axum::serve(listener, router).with_graceful_shutdown(shutdown);
+    let deadline = async move {
+        if signalled_rx.await.is_ok() {
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        result = server => result,
+        () = deadline => {
+            tracing::warn!("HTTP connections still open {SHUTDOWN_GRACE:?} after shutdown; closing them");
+            Ok(())
+        }
+    }
+}

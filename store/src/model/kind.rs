@@ -172,11 +172,17 @@ mod tests {
     #[test]
     fn type_meta_round_trips_for_every_kind() {
         for kind in Kind::ALL {
-            assert_eq!(Kind::from_type_meta(kind.api_version(), kind.as_str()), Some(kind));
+            assert_eq!(
+                Kind::from_type_meta(kind.api_version(), kind.as_str()),
+                Some(kind)
+            );
             assert_eq!(Kind::from_resource(kind.group(), kind.plural()), Some(kind));
         }
         assert_eq!(Kind::from_type_meta("v1", "Installation"), None);
-        assert_eq!(Kind::from_resource("landscaper.gardener.cloud", "inst"), Some(Kind::Installation));
+        assert_eq!(
+            Kind::from_resource("landscaper.gardener.cloud", "inst"),
+            Some(Kind::Installation)
+        );
         assert_eq!(Kind::from_resource("", "installations"), None);
     }
 }

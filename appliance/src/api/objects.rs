@@ -1,0 +1,334 @@
+//! Reads of objects: `GET` of one object, `LIST` of a collection (all namespaces or one), and
+//! the dispatch of `?watch=true` to [`super::watch`]. Writes answer 405 for now.
+//!
+//! Secrets are always redacted (authorisation comes later): every value of `data` becomes
+//! `PHJlZGFjdGVkPg==` (base64 of `<redacted>`, so `kubectl get secret -o yaml` shows valid
+//! base64 and decoding it shows `<redacted>`), every value of `stringData` becomes
+//! `<redacted>`, the `kubectl.kubernetes.io/last-applied-configuration` annotation (which
+//! would repeat the values) is redacted too, and the object is marked with the annotation
+//! `appliance.landscaper-appliance.io/redacted: "true"`. The keys stay visible.
+
+use std::collections::HashMap;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::response::{IntoResponse, Response};
+use landscaper_store::{Kind, ObjectKey, StoreError};
+use serde_json::{Map, Value, json};
+
+use super::ApiState;
+use super::namespaces;
+use super::negotiate::{Field, FieldOp, ReadOptions, Representation};
+use super::resources::{GroupVersion, Resource, Target, group_version, parse_target};
+use super::status::ApiError;
+use super::table::{TableOptions, to_table};
+
+/// The `data` value a redacted Secret shows: base64 of [`REDACTED`].
+pub const REDACTED_BASE64: &str = "PHJlZGFjdGVkPg==";
+/// The `stringData` value (and annotation value) a redacted Secret shows.
+pub const REDACTED: &str = "<redacted>";
+/// Annotation set on every redacted Secret.
+pub const REDACTED_ANNOTATION: &str = "appliance.landscaper-appliance.io/redacted";
+/// Why writes answer 405.
+const READ_ONLY: &str = "the Landscaper appliance API is read-only for now \
+    (change objects through the manifests folder)";
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// `/api/v1/{*rest}`.
+pub async fn core_resource(
+    State(state): State<ApiState>,
+    method: Method,
+    Path(rest): Path<String>,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+    headers: HeaderMap,
+) -> Response {
+    serve_resource(
+        state,
+        Some(GroupVersion::CORE),
+        &rest,
+        method,
+        query,
+        headers,
+    )
+    .await
+}
+
+/// `/apis/{group}/{version}/{*rest}`.
+pub async fn group_resource(
+    State(state): State<ApiState>,
+    method: Method,
+    Path((group, version, rest)): Path<(String, String, String)>,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+    headers: HeaderMap,
+) -> Response {
+    let gv = if group.is_empty() {
+        None
+    } else {
+        group_version(&group, &version)
+    };
+    serve_resource(state, gv, &rest, method, query, headers).await
+}
+
+async fn serve_resource(
+    state: ApiState,
+    gv: Option<GroupVersion>,
+    rest: &str,
+    method: Method,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+    headers: HeaderMap,
+) -> Response {
+    read(state, gv, rest, method, query, headers)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+async fn read(
+    state: ApiState,
+    gv: Option<GroupVersion>,
+    rest: &str,
+    method: Method,
+    query: Result<Query<HashMap<String, String>>, QueryRejection>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let gv = gv.ok_or_else(ApiError::unknown_resource)?;
+    let target = parse_target(gv, rest).ok_or_else(ApiError::unknown_resource)?;
+    let resource = target.resource();
+    if method != Method::GET && method != Method::HEAD {
+        return Err(ApiError::method_not_allowed(
+            method.as_str(),
+            resource.plural(),
+            resource.group(),
+            READ_ONLY,
+        ));
+    }
+    let Query(params) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let mut options = ReadOptions::from_query(&params)?;
+    let representation = super::negotiate::representation(&headers)?;
+    let table = |options: &ReadOptions, version| TableOptions {
+        version,
+        include_object: options.include_object,
+        no_headers: false,
+    };
+    match (target, resource) {
+        (_, Resource::Namespaces) if options.watch => Err(ApiError::method_not_allowed(
+            "watch",
+            "namespaces",
+            "",
+            "namespaces are derived from the stored objects and cannot be watched",
+        )),
+        (Target::Collection { namespace, .. }, Resource::Kind(kind)) if options.watch => {
+            super::watch::watch(&state, kind, namespace, options, representation).await
+        }
+        (
+            Target::Object {
+                namespace, name, ..
+            },
+            Resource::Kind(kind),
+        ) if options.watch => {
+            // The deprecated watch of a single object: a collection watch pinned to the name.
+            options
+                .field_selector
+                .terms
+                .push((Field::Name, FieldOp::Equals, name));
+            super::watch::watch(&state, kind, namespace, options, representation).await
+        }
+        (
+            Target::Object {
+                namespace, name, ..
+            },
+            resource,
+        ) => {
+            let object = match resource {
+                Resource::Kind(kind) => get(&state, kind, namespace, &name).await?,
+                Resource::Namespaces => namespaces::get(&state.store, &name).await?,
+            };
+            Ok(match representation {
+                Representation::Object => json_response(&object),
+                Representation::Table { version } => {
+                    let rv = landscaper_store::object::resource_version(&object).to_string();
+                    json_response(&to_table(
+                        resource,
+                        &[object],
+                        &rv,
+                        &table(&options, version),
+                    ))
+                }
+            })
+        }
+        (Target::Collection { namespace, .. }, resource) => {
+            let (items, revision) = match resource {
+                Resource::Kind(kind) => list(&state, kind, namespace.as_deref(), &options).await?,
+                Resource::Namespaces => {
+                    let (items, revision) = namespaces::list(&state.store).await?;
+                    let items = items
+                        .into_iter()
+                        .filter(|ns| {
+                            options.label_selector.matches_object(ns)
+                                && options.field_selector.matches_object(ns)
+                        })
+                        .collect();
+                    (items, revision)
+                }
+            };
+            let rv = revision.to_string();
+            Ok(match representation {
+                Representation::Object => json_response(&list_object(resource, items, &rv)),
+                Representation::Table { version } => {
+                    json_response(&to_table(resource, &items, &rv, &table(&options, version)))
+                }
+            })
+        }
+    }
+}
+
+/// Runs a store read on the blocking pool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    read: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(read)
+        .await
+        .map_err(|e| ApiError::internal(format!("store read task failed: {e}")))?
+        .map_err(ApiError::from)
+}
+
+async fn get(
+    state: &ApiState,
+    kind: Kind,
+    namespace: Option<String>,
+    name: &str,
+) -> Result<Value, ApiError> {
+    let key = ObjectKey::new(kind, namespace.unwrap_or_default(), name);
+    let store = state.store.clone();
+    let found = blocking(move || store.get(&key)).await?;
+    found
+        .map(|o| present(kind, o))
+        .ok_or_else(|| ApiError::not_found(kind.plural(), kind.group(), name))
+}
+
+/// The matching objects (presented) and the revision of the snapshot they come from.
+async fn list(
+    state: &ApiState,
+    kind: Kind,
+    namespace: Option<&str>,
+    options: &ReadOptions,
+) -> Result<(Vec<Value>, u64), ApiError> {
+    let store = state.store.clone();
+    let namespace = namespace.map(str::to_string);
+    let selector = options.label_selector.clone();
+    let listed = blocking(move || store.list(kind, namespace.as_deref(), &selector)).await?;
+    let items = listed
+        .items
+        .into_iter()
+        .filter(|o| options.field_selector.matches_object(o))
+        .map(|o| present(kind, o))
+        .collect();
+    Ok((items, listed.revision))
+}
+
+/// `{kind: <Kind>List, apiVersion, metadata: {resourceVersion}, items}`.
+pub fn list_object(resource: Resource, items: Vec<Value>, resource_version: &str) -> Value {
+    json!({
+        "kind": format!("{}List", resource.kind_name()),
+        "apiVersion": resource.group_version().api_version(),
+        "metadata": {"resourceVersion": resource_version},
+        "items": items,
+    })
+}
+
+pub fn json_response(value: &Value) -> Response {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    let mut response = body.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// An object as the API shows it: `apiVersion` and `kind` set, Secrets redacted.
+pub fn present(kind: Kind, mut object: Value) -> Value {
+    if let Some(map) = object.as_object_mut() {
+        map.entry("apiVersion")
+            .or_insert_with(|| Value::String(kind.api_version().to_string()));
+        map.entry("kind")
+            .or_insert_with(|| Value::String(kind.as_str().to_string()));
+    }
+    if kind == Kind::Secret {
+        redact_secret(&mut object);
+    }
+    object
+}
+
+/// Replaces every secret value of a Secret (see the module documentation).
+pub fn redact_secret(secret: &mut Value) {
+    let Some(map) = secret.as_object_mut() else {
+        return;
+    };
+    for (field, replacement) in [("data", REDACTED_BASE64), ("stringData", REDACTED)] {
+        match map.get_mut(field) {
+            Some(Value::Object(values)) => {
+                for value in values.values_mut() {
+                    *value = Value::String(replacement.to_string());
+                }
+            }
+            Some(Value::Null) | None => {}
+            Some(other) => *other = Value::String(replacement.to_string()),
+        }
+    }
+    let metadata = landscaper_store::object::metadata_mut(secret);
+    let annotations = metadata
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !annotations.is_object() {
+        *annotations = Value::Object(Map::new());
+    }
+    if let Some(annotations) = annotations.as_object_mut() {
+        if let Some(applied) = annotations.get_mut(LAST_APPLIED) {
+            *applied = Value::String(REDACTED.to_string());
+        }
+        annotations.insert(
+            REDACTED_ANNOTATION.to_string(),
+            Value::String("true".to_string()),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_keep_keys_but_lose_values() {
+        let secret = json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "ns", "annotations": {
+                LAST_APPLIED: "{\"data\":{\"password\":\"aHVudGVyMg==\"}}"}},
+            "type": "Opaque",
+            "data": {"password": "aHVudGVyMg=="},
+            "stringData": {"token": "hunter2"},
+        });
+        let shown = present(Kind::Secret, secret);
+        let text = shown.to_string();
+        assert!(
+            !text.contains("hunter2") && !text.contains("aHVudGVyMg"),
+            "{text}"
+        );
+        assert_eq!(shown["data"]["password"], REDACTED_BASE64);
+        assert_eq!(shown["stringData"]["token"], REDACTED);
+        assert_eq!(
+            shown["metadata"]["annotations"][REDACTED_ANNOTATION],
+            "true"
+        );
+        assert_eq!(shown["metadata"]["annotations"][LAST_APPLIED], REDACTED);
+    }
+
+    #[test]
+    fn other_kinds_are_shown_as_stored() {
+        let cm = json!({"metadata": {"name": "c"}, "data": {"a": "b"}});
+        let shown = present(Kind::ConfigMap, cm);
+        assert_eq!(shown["data"]["a"], "b");
+        assert_eq!(shown["kind"], "ConfigMap");
+        assert_eq!(shown["apiVersion"], "v1");
+    }
+}

@@ -1,0 +1,215 @@
+//! A small HTTP/1.1 client for the CLI's commands that talk to a running daemon. The API is
+//! plain HTTP on loopback, so a blocking request over `TcpStream` is all the CLI needs.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("server address {0:?} is not of the form http://HOST:PORT")]
+    BadServer(String),
+    #[error(
+        "cannot reach the daemon at {server}: {source} (is `landscaper-appliance serve` running?)"
+    )]
+    Connect {
+        server: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("reading the response from {server}: {message}")]
+    Response { server: String, message: String },
+    /// A Kubernetes `Status` failure, or another non-2xx answer.
+    #[error("{message}")]
+    Api {
+        code: u16,
+        reason: String,
+        message: String,
+    },
+}
+
+pub struct Client {
+    server: String,
+    host_port: String,
+}
+
+impl Client {
+    pub fn new(server: &str) -> Result<Client, ClientError> {
+        let host_port = server
+            .strip_prefix("http://")
+            .map(|s| s.trim_end_matches('/'))
+            .filter(|s| !s.is_empty() && !s.contains('/'))
+            .ok_or_else(|| ClientError::BadServer(server.to_string()))?;
+        Ok(Client {
+            server: server.to_string(),
+            host_port: host_port.to_string(),
+        })
+    }
+
+    /// GETs a path and decodes the JSON body; non-2xx answers become [`ClientError::Api`].
+    pub fn get_json(&self, path_and_query: &str) -> Result<Value, ClientError> {
+        self.get_json_as(path_and_query, "application/json")
+    }
+
+    /// Like [`get_json`](Self::get_json) with an explicit `Accept` header (e.g. for tables).
+    pub fn get_json_as(&self, path_and_query: &str, accept: &str) -> Result<Value, ClientError> {
+        let (code, body) = self.get(path_and_query, accept)?;
+        let value: Value = serde_json::from_slice(&body).map_err(|e| ClientError::Response {
+            server: self.server.clone(),
+            message: format!("invalid JSON ({e})"),
+        })?;
+        if (200..300).contains(&code) {
+            return Ok(value);
+        }
+        Err(ClientError::Api {
+            code,
+            reason: value["reason"].as_str().unwrap_or("").to_string(),
+            message: value["message"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("the server answered {code}")),
+        })
+    }
+
+    pub fn get(&self, path_and_query: &str, accept: &str) -> Result<(u16, Vec<u8>), ClientError> {
+        let connect_err = |source| ClientError::Connect {
+            server: self.server.clone(),
+            source,
+        };
+        let mut stream = TcpStream::connect(&self.host_port).map_err(connect_err)?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .map_err(connect_err)?;
+        write!(
+            stream,
+            "GET {path_and_query} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\nUser-Agent: landscaper-appliance-cli/{}\r\nConnection: close\r\n\r\n",
+            self.host_port,
+            env!("CARGO_PKG_VERSION")
+        )
+        .map_err(connect_err)?;
+        let bad = |message: String| ClientError::Response {
+            server: self.server.clone(),
+            message,
+        };
+        let mut reader = BufReader::new(stream);
+        let mut status_line = String::new();
+        reader
+            .read_line(&mut status_line)
+            .map_err(|e| bad(e.to_string()))?;
+        let code: u16 = status_line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .ok_or_else(|| bad(format!("bad status line {status_line:?}")))?;
+        let mut chunked = false;
+        let mut length = None;
+        loop {
+            let mut line = String::new();
+            reader
+                .read_line(&mut line)
+                .map_err(|e| bad(e.to_string()))?;
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                let value = value.trim();
+                if name.eq_ignore_ascii_case("transfer-encoding")
+                    && value.eq_ignore_ascii_case("chunked")
+                {
+                    chunked = true;
+                } else if name.eq_ignore_ascii_case("content-length") {
+                    length = value.parse::<usize>().ok();
+                }
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                let mut size_line = String::new();
+                reader
+                    .read_line(&mut size_line)
+                    .map_err(|e| bad(e.to_string()))?;
+                let size =
+                    usize::from_str_radix(size_line.trim().split(';').next().unwrap_or(""), 16)
+                        .map_err(|_| bad(format!("bad chunk size {size_line:?}")))?;
+                if size == 0 {
+                    break;
+                }
+                let start = body.len();
+                body.resize(start + size, 0);
+                reader
+                    .read_exact(&mut body[start..])
+                    .map_err(|e| bad(e.to_string()))?;
+                let mut crlf = [0u8; 2];
+                reader
+                    .read_exact(&mut crlf)
+                    .map_err(|e| bad(e.to_string()))?;
+            }
+        } else if let Some(n) = length {
+            body.resize(n, 0);
+            reader
+                .read_exact(&mut body)
+                .map_err(|e| bad(e.to_string()))?;
+        } else {
+            reader
+                .read_to_end(&mut body)
+                .map_err(|e| bad(e.to_string()))?;
+        }
+        Ok((code, body))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn serve_once(response: String) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            s.write_all(response.as_bytes()).unwrap();
+        });
+        format!("http://{addr}")
+    }
+
+    #[test]
+    fn decodes_chunked_and_sized_bodies_and_status_errors() {
+        let server = serve_once(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n".into(),
+        );
+        let v = Client::new(&server).unwrap().get_json("/x").unwrap();
+        assert_eq!(v["a"], 1);
+        let body = r#"{"kind":"Status","reason":"NotFound","message":"gone"}"#;
+        let server = serve_once(format!(
+            "HTTP/1.1 404 Not Found\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ));
+        match Client::new(&server).unwrap().get_json("/x") {
+            Err(ClientError::Api {
+                code,
+                reason,
+                message,
+            }) => {
+                assert_eq!(
+                    (code, reason.as_str(), message.as_str()),
+                    (404, "NotFound", "gone")
+                );
+            }
+            other => panic!("expected a NotFound API error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rejects_non_http_servers() {
+        assert!(Client::new("https://x:1").is_err());
+        assert!(Client::new("http://").is_err());
+        assert!(Client::new("127.0.0.1:8080").is_err());
+    }
+}

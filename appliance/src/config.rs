@@ -1,0 +1,218 @@
+//! Daemon configuration: a YAML file (`/etc/landscaper-appliance/config.yaml` when present),
+//! overridden by command-line flags.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub const DEFAULT_CONFIG_FILE: &str = "/etc/landscaper-appliance/config.yaml";
+pub const DEFAULT_MANIFESTS_DIR: &str = "/etc/landscaper-appliance/manifests.d";
+pub const DEFAULT_DATA_DIR: &str = "/var/lib/landscaper-appliance";
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading config file {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config file {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("config: {field}: {message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
+}
+
+/// The config file's shape. Every field is optional; absent fields take defaults.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConfigFile {
+    pub manifests_dir: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub listen: Option<String>,
+    pub log_format: Option<LogFormat>,
+    pub log_level: Option<String>,
+    /// Safety-net full rescan of the manifests folder, e.g. `60s`.
+    pub resync_interval: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// The effective configuration of a running daemon.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub manifests_dir: PathBuf,
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub log_format: LogFormat,
+    pub log_level: String,
+    pub resync_interval: Duration,
+}
+
+/// Flags that override the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub manifests_dir: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub listen: Option<String>,
+    pub log_format: Option<LogFormat>,
+}
+
+impl Config {
+    /// Loads `explicit` (which must exist) or the default file when present, then applies
+    /// the overrides.
+    pub fn load(explicit: Option<&Path>, overrides: Overrides) -> Result<Config, ConfigError> {
+        let file = match explicit {
+            Some(path) => read_file(path)?,
+            None if Path::new(DEFAULT_CONFIG_FILE).exists() => {
+                read_file(Path::new(DEFAULT_CONFIG_FILE))?
+            }
+            None => ConfigFile::default(),
+        };
+        Config::resolve(file, overrides)
+    }
+
+    pub fn resolve(file: ConfigFile, overrides: Overrides) -> Result<Config, ConfigError> {
+        let listen_text = overrides
+            .listen
+            .or(file.listen)
+            .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+        let listen: SocketAddr = listen_text.parse().map_err(|e| ConfigError::Invalid {
+            field: "listen",
+            message: format!("{listen_text:?} is not an address:port ({e})"),
+        })?;
+        if !listen.ip().is_loopback() {
+            // Non-loopback listening needs TLS and a token, which arrive with access control.
+            return Err(ConfigError::Invalid {
+                field: "listen",
+                message: format!(
+                    "{listen} is not a loopback address; the API may only listen on loopback until TLS and token authentication are configured"
+                ),
+            });
+        }
+        let resync_interval = match file.resync_interval.as_deref() {
+            None => Duration::from_secs(60),
+            Some(text) => parse_seconds(text).ok_or_else(|| ConfigError::Invalid {
+                field: "resyncInterval",
+                message: format!("{text:?} is not a duration like 60s, 5m or 1h"),
+            })?,
+        };
+        Ok(Config {
+            manifests_dir: overrides
+                .manifests_dir
+                .or(file.manifests_dir)
+                .unwrap_or_else(|| DEFAULT_MANIFESTS_DIR.into()),
+            data_dir: overrides
+                .data_dir
+                .or(file.data_dir)
+                .unwrap_or_else(|| DEFAULT_DATA_DIR.into()),
+            listen,
+            log_format: overrides.log_format.or(file.log_format).unwrap_or_default(),
+            log_level: file.log_level.unwrap_or_else(|| "info".to_string()),
+            resync_interval,
+        })
+    }
+
+    pub fn store_path(&self) -> PathBuf {
+        self.data_dir.join("store.redb")
+    }
+}
+
+fn read_file(path: &Path) -> Result<ConfigFile, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    if text.trim().is_empty() {
+        return Ok(ConfigFile::default());
+    }
+    serde_saphyr::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// `90s`, `5m`, `1h`, or a bare number of seconds.
+fn parse_seconds(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map(|i| text.split_at(i))
+        .unwrap_or((text, "s"));
+    let n: u64 = number.parse().ok()?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60)?,
+        "h" => n.checked_mul(3600)?,
+        _ => return None,
+    };
+    (secs > 0).then(|| Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_apply_without_file_or_flags() {
+        let c = Config::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!(c.manifests_dir, PathBuf::from(DEFAULT_MANIFESTS_DIR));
+        assert_eq!(c.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(c.resync_interval, Duration::from_secs(60));
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let file: ConfigFile = serde_saphyr::from_str(
+            "manifestsDir: /srv/m\ndataDir: /srv/d\nlisten: 127.0.0.1:9000\nlogFormat: json\nresyncInterval: 5m\n",
+        )
+        .unwrap();
+        let c = Config::resolve(
+            file,
+            Overrides {
+                listen: Some("127.0.0.1:9100".into()),
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(c.manifests_dir, PathBuf::from("/srv/m"));
+        assert_eq!(c.data_dir, PathBuf::from("/srv/d"));
+        assert_eq!(c.listen.port(), 9100);
+        assert_eq!(c.log_format, LogFormat::Json);
+        assert_eq!(c.resync_interval, Duration::from_secs(300));
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        let err = Config::resolve(
+            ConfigFile::default(),
+            Overrides {
+                listen: Some("0.0.0.0:8080".into()),
+                ..Overrides::default()
+            },
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("listen"), "{err}");
+        let err = serde_saphyr::from_str::<ConfigFile>("listn: x\n").unwrap_err();
+        assert!(err.to_string().contains("listn"), "{err}");
+        let file = ConfigFile {
+            resync_interval: Some("soon".into()),
+            ..ConfigFile::default()
+        };
+        let err = Config::resolve(file, Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("resyncInterval"), "{err}");
+    }
+}

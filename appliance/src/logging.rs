@@ -1,6 +1,8 @@
 //! Log set-up: human-readable lines by default, JSON on request. Under systemd (JOURNAL_STREAM
 //! set) lines carry no colours or timestamps, since the journal adds its own.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
@@ -16,7 +18,9 @@ pub fn init(format: LogFormat, default_level: &str) {
     let result = match (format, under_journal) {
         (LogFormat::Json, _) => builder.json().try_init(),
         (LogFormat::Text, true) => builder.with_ansi(false).without_time().try_init(),
-        (LogFormat::Text, false) => builder.try_init(),
+        (LogFormat::Text, false) => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
     };
     // Already initialised (tests): keep the first subscriber.
     let _ = result;

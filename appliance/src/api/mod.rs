@@ -3,15 +3,16 @@
 //! The appliance answers like a Kubernetes API server so that `kubectl` and other Kubernetes
 //! clients can read its objects: discovery (aggregated and legacy), `get`, `list` and `watch` of
 //! every stored kind, server-side table printing, and errors as `Status` objects. Writes are not
-//! served yet (405). Secret values are always redacted (see [`objects`]).
+//! served yet (405). Secret values and inline Target kubeconfigs are always redacted (see [`objects`]).
 //!
 //! Modules, one concern each:
 //! - [`discovery`]: `/api`, `/apis`, `/apis/{group}[/{version}]`, `/version`;
 //! - [`resources`]: the served resources (kind, printer columns, URL parsing);
-//! - [`objects`]: `get` and `list` handlers, field selectors, secret redaction;
+//! - [`objects`]: `get` and `list` handlers, secret redaction;
+//! - [`namespaces`]: the namespaces derived from the stored objects;
 //! - [`watch`]: the watch event stream;
 //! - [`table`]: `meta.k8s.io/v1` `Table` conversion;
-//! - [`negotiate`]: query parameters and `Accept` header negotiation;
+//! - [`negotiate`]: query parameters (selectors, watch options) and `Accept` negotiation;
 //! - [`status`]: errors as Kubernetes `Status` objects;
 //! - [`health`]: `/healthz`, `/livez`, `/readyz`.
 

@@ -6,7 +6,8 @@
 //! base64 and decoding it shows `<redacted>`), every value of `stringData` becomes
 //! `<redacted>`, the `kubectl.kubernetes.io/last-applied-configuration` annotation (which
 //! would repeat the values) is redacted too, and the object is marked with the annotation
-//! `appliance.landscaper-appliance.io/redacted: "true"`. The keys stay visible.
+//! `appliance.landscaper-appliance.io/redacted: "true"`. The keys stay visible. An inline
+//! `spec.config.kubeconfig` of a Target is a credential too and is shown as `<redacted>`.
 
 use std::collections::HashMap;
 
@@ -246,7 +247,8 @@ pub fn json_response(value: &Value) -> Response {
     response
 }
 
-/// An object as the API shows it: `apiVersion` and `kind` set, Secrets redacted.
+/// An object as the API shows it: `apiVersion` and `kind` set, Secrets and the inline
+/// kubeconfigs of Targets redacted.
 pub fn present(kind: Kind, mut object: Value) -> Value {
     if let Some(map) = object.as_object_mut() {
         map.entry("apiVersion")
@@ -254,10 +256,44 @@ pub fn present(kind: Kind, mut object: Value) -> Value {
         map.entry("kind")
             .or_insert_with(|| Value::String(kind.as_str().to_string()));
     }
-    if kind == Kind::Secret {
-        redact_secret(&mut object);
+    match kind {
+        Kind::Secret => redact_secret(&mut object),
+        Kind::Target => redact_target(&mut object),
+        _ => {}
     }
     object
+}
+
+/// Replaces an inline kubeconfig of a Target: it holds cluster credentials just as a Secret
+/// does. A kubeconfig given by `secretRef` is only a reference and stays visible.
+pub fn redact_target(target: &mut Value) {
+    let Some(kubeconfig) = target.pointer_mut("/spec/config/kubeconfig") else {
+        return;
+    };
+    if !kubeconfig.is_string() {
+        return;
+    }
+    *kubeconfig = Value::String(REDACTED.to_string());
+    mark_redacted(target);
+}
+
+fn mark_redacted(object: &mut Value) {
+    let metadata = landscaper_store::object::metadata_mut(object);
+    let annotations = metadata
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !annotations.is_object() {
+        *annotations = Value::Object(Map::new());
+    }
+    if let Some(annotations) = annotations.as_object_mut() {
+        if let Some(applied) = annotations.get_mut(LAST_APPLIED) {
+            *applied = Value::String(REDACTED.to_string());
+        }
+        annotations.insert(
+            REDACTED_ANNOTATION.to_string(),
+            Value::String("true".to_string()),
+        );
+    }
 }
 
 /// Replaces every secret value of a Secret (see the module documentation).
@@ -276,22 +312,7 @@ pub fn redact_secret(secret: &mut Value) {
             Some(other) => *other = Value::String(replacement.to_string()),
         }
     }
-    let metadata = landscaper_store::object::metadata_mut(secret);
-    let annotations = metadata
-        .entry("annotations")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !annotations.is_object() {
-        *annotations = Value::Object(Map::new());
-    }
-    if let Some(annotations) = annotations.as_object_mut() {
-        if let Some(applied) = annotations.get_mut(LAST_APPLIED) {
-            *applied = Value::String(REDACTED.to_string());
-        }
-        annotations.insert(
-            REDACTED_ANNOTATION.to_string(),
-            Value::String("true".to_string()),
-        );
-    }
+    mark_redacted(secret);
 }
 
 #[cfg(test)]
@@ -321,6 +342,23 @@ mod tests {
             "true"
         );
         assert_eq!(shown["metadata"]["annotations"][LAST_APPLIED], REDACTED);
+    }
+
+    #[test]
+    fn inline_target_kubeconfigs_are_redacted() {
+        let target = json!({"metadata": {"name": "t"}, "spec": {"type": "landscaper.gardener.cloud/kubernetes-cluster",
+            "config": {"kubeconfig": "apiVersion: v1\nusers: [{user: {token: hunter2}}]"}}});
+        let shown = present(Kind::Target, target);
+        assert!(!shown.to_string().contains("hunter2"), "{shown}");
+        assert_eq!(shown["spec"]["config"]["kubeconfig"], REDACTED);
+        assert_eq!(
+            shown["metadata"]["annotations"][REDACTED_ANNOTATION],
+            "true"
+        );
+        let by_ref = json!({"metadata": {"name": "t"}, "spec": {"type": "x",
+            "config": {"kubeconfig": {"secretRef": {"name": "s", "key": "kubeconfig"}}}}});
+        let shown = present(Kind::Target, by_ref.clone());
+        assert_eq!(shown["spec"], by_ref["spec"]);
     }
 
     #[test]

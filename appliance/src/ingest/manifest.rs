@@ -334,6 +334,7 @@ fn admit(
         warn(&field, message);
     }
     let mut object = validated.object;
+    model::prepare_for_storage(validated.kind, &mut object);
     let key = object::key_of(&object).map_err(|e| match e {
         landscaper_store::StoreError::Invalid { field, message, .. } => {
             field_error(&field, message)

@@ -39,8 +39,8 @@ pub struct Secret {
     /// Values are base64-encoded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<BTreeMap<String, String>>,
-    /// Write-only convenience: plain values that take precedence over `data`. Kept as written
-    /// (an API server would merge it into `data`).
+    /// Write-only convenience: plain values that take precedence over `data`. The write path
+    /// merges it into `data` ([`super::prepare_for_storage`]), so stored Secrets never have it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub string_data: Option<BTreeMap<String, String>>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -32,6 +32,7 @@ pub mod resource;
 pub mod shared;
 pub mod target;
 pub mod validate;
+pub mod write_path;
 
 pub use self::core::{ConfigMap, Secret};
 pub use context::{Context, VerificationSignature};
@@ -61,3 +62,4 @@ pub use shared::{
 };
 pub use target::{Target, TargetSpec};
 pub use validate::{ModelError, ValidatedObject, validate_object};
+pub use write_path::prepare_for_storage;

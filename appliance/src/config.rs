@@ -196,6 +196,15 @@ mod tests {
     }
 
     #[test]
+    fn shipped_default_config_matches_the_defaults() {
+        let file: ConfigFile =
+            serde_saphyr::from_str(include_str!("../../systemd/config.yaml")).unwrap();
+        let shipped = Config::resolve(file, Overrides::default()).unwrap();
+        let builtin = Config::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!(shipped, builtin);
+    }
+
+    #[test]
     fn bad_values_name_their_field() {
         let err = Config::resolve(
             ConfigFile::default(),

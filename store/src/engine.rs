@@ -2,7 +2,7 @@
 //! that commits queued transactions together (group commit), and a change feed published after
 //! each durable commit.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fs::OpenOptions;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -154,7 +154,8 @@ enum Request {
         reply: oneshot::Sender<Result<Committed, StoreError>>,
     },
     Shutdown {
-        reply: oneshot::Sender<()>,
+        // A std channel: shutdown may be called from inside an async runtime.
+        reply: mpsc::Sender<()>,
     },
 }
 
@@ -279,11 +280,12 @@ impl Store {
     }
 
     /// Stops the writer after the queued transactions have committed. Later commits fail with
-    /// `Closed`; reads keep working.
+    /// `Closed`; reads keep working. Blocks briefly (for the last commit), also when called
+    /// from async code.
     pub fn shutdown(&self) {
-        let (reply, done) = oneshot::channel();
+        let (reply, done) = mpsc::channel();
         if self.requests.send(Request::Shutdown { reply }).is_ok() {
-            let _ = done.blocking_recv();
+            let _ = done.recv();
         }
         let handle = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(handle) = handle {
@@ -552,7 +554,7 @@ impl Drop for Store {
         if Arc::strong_count(&self.writer) == 1 {
             let handle = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(handle) = handle {
-                let (reply, _done) = oneshot::channel();
+                let (reply, _done) = mpsc::channel();
                 let _ = self.requests.send(Request::Shutdown { reply });
                 let _ = handle.join();
             }
@@ -870,20 +872,48 @@ impl Writer {
             let Some(key) = ObjectKey::from_storage_key(storage_key) else {
                 continue;
             };
-            if let Some(old) = &t.original {
-                for k in label_index_keys(&key, old) {
-                    labels
-                        .remove(k.as_str())
-                        .map_err(StoreError::redb("updating the label index"))?;
+            // Index entries are only touched where they differ: most updates change neither
+            // labels nor owners nor the uid.
+            let index_entries =
+                |object: &Option<Value>| -> (BTreeSet<String>, BTreeSet<String>, String) {
+                    match object {
+                        Some(o) => (
+                            label_index_keys(&key, o).into_iter().collect(),
+                            owner_index_keys(storage_key, o).into_iter().collect(),
+                            object::uid(o).to_string(),
+                        ),
+                        None => Default::default(),
+                    }
+                };
+            let (old_labels, old_owners, old_uid) = index_entries(&t.original);
+            let (new_labels, new_owners, new_uid) = index_entries(&t.current);
+            for k in old_labels.difference(&new_labels) {
+                labels
+                    .remove(k.as_str())
+                    .map_err(StoreError::redb("updating the label index"))?;
+            }
+            for k in new_labels.difference(&old_labels) {
+                labels
+                    .insert(k.as_str(), ())
+                    .map_err(StoreError::redb("updating the label index"))?;
+            }
+            for k in old_owners.difference(&new_owners) {
+                owners
+                    .remove(k.as_str())
+                    .map_err(StoreError::redb("updating the owner index"))?;
+            }
+            for k in new_owners.difference(&old_owners) {
+                owners
+                    .insert(k.as_str(), ())
+                    .map_err(StoreError::redb("updating the owner index"))?;
+            }
+            if old_uid != new_uid {
+                if !old_uid.is_empty() {
+                    uids.remove(old_uid.as_str())
+                        .map_err(StoreError::redb("updating the uid index"))?;
                 }
-                for k in owner_index_keys(storage_key, old) {
-                    owners
-                        .remove(k.as_str())
-                        .map_err(StoreError::redb("updating the owner index"))?;
-                }
-                let uid = object::uid(old);
-                if !uid.is_empty() {
-                    uids.remove(uid)
+                if !new_uid.is_empty() {
+                    uids.insert(new_uid.as_str(), storage_key.as_str())
                         .map_err(StoreError::redb("updating the uid index"))?;
                 }
             }
@@ -896,21 +926,6 @@ impl Writer {
                     objects
                         .insert(storage_key.as_str(), bytes.as_slice())
                         .map_err(StoreError::redb("writing an object"))?;
-                    for k in label_index_keys(&key, new) {
-                        labels
-                            .insert(k.as_str(), ())
-                            .map_err(StoreError::redb("updating the label index"))?;
-                    }
-                    for k in owner_index_keys(storage_key, new) {
-                        owners
-                            .insert(k.as_str(), ())
-                            .map_err(StoreError::redb("updating the owner index"))?;
-                    }
-                    let uid = object::uid(new);
-                    if !uid.is_empty() {
-                        uids.insert(uid, storage_key.as_str())
-                            .map_err(StoreError::redb("updating the uid index"))?;
-                    }
                 }
                 None => {
                     objects

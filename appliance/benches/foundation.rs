@@ -17,6 +17,10 @@ use landscaper_appliance::ingest::{IngestConfig, Ingestor};
 use landscaper_store::{Store, StoreOptions, Transaction};
 use serde_json::json;
 
+/// The same allocator as the daemon binary, so the figures are the daemon's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     // `cargo bench` passes `--bench`; any other argument filters by name.
     let filter: Vec<String> = std::env::args()

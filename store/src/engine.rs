@@ -2,6 +2,7 @@
 //! that commits queued transactions together (group commit), and a change feed published after
 //! each durable commit.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fs::OpenOptions;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -148,10 +149,12 @@ pub struct ObjectList {
     pub revision: u64,
 }
 
+type Reply = oneshot::Sender<Result<Committed, StoreError>>;
+
 enum Request {
     Commit {
         transaction: Transaction,
-        reply: oneshot::Sender<Result<Committed, StoreError>>,
+        reply: Reply,
     },
     Shutdown {
         // A std channel: shutdown may be called from inside an async runtime.
@@ -695,22 +698,29 @@ impl Writer {
     }
 
     fn run(mut self, inbox: mpsc::Receiver<Request>) {
+        // Reused between batches so that queuing allocates nothing in the steady state.
+        let mut transactions = Vec::new();
+        let mut replies = Vec::new();
         while let Ok(first) = inbox.recv() {
-            let mut batch = Vec::new();
             let mut shutdown = None;
-            match first {
-                Request::Commit { transaction, reply } => batch.push((transaction, reply)),
-                Request::Shutdown { reply } => shutdown = Some(reply),
-            }
-            while shutdown.is_none() && batch.len() < self.shared.options.max_batch {
-                match inbox.try_recv() {
-                    Ok(Request::Commit { transaction, reply }) => batch.push((transaction, reply)),
-                    Ok(Request::Shutdown { reply }) => shutdown = Some(reply),
-                    Err(_) => break,
+            let mut next = Some(first);
+            while let Some(request) = next.take() {
+                match request {
+                    Request::Commit { transaction, reply } => {
+                        transactions.push(transaction);
+                        replies.push(reply);
+                    }
+                    Request::Shutdown { reply } => {
+                        shutdown = Some(reply);
+                        break;
+                    }
+                }
+                if replies.len() < self.shared.options.max_batch {
+                    next = inbox.try_recv().ok();
                 }
             }
-            if !batch.is_empty() {
-                self.commit_batch(batch);
+            if !replies.is_empty() {
+                self.commit_batch(&mut transactions, &mut replies);
             }
             if let Some(reply) = shutdown {
                 let _ = reply.send(());
@@ -719,12 +729,9 @@ impl Writer {
         }
     }
 
-    fn commit_batch(
-        &mut self,
-        batch: Vec<(Transaction, oneshot::Sender<Result<Committed, StoreError>>)>,
-    ) {
+    fn commit_batch(&mut self, transactions: &mut Vec<Transaction>, replies: &mut Vec<Reply>) {
         let start_revision = self.revision;
-        match self.try_commit_batch(&batch) {
+        match self.try_commit_batch(transactions.drain(..)) {
             Ok((outcomes, change_sets)) => {
                 self.shared.revision.store(self.revision, Ordering::Release);
                 {
@@ -738,7 +745,7 @@ impl Writer {
                         let _ = self.shared.feed.send(set.clone());
                     }
                 }
-                for ((_, reply), outcome) in batch.into_iter().zip(outcomes) {
+                for (reply, outcome) in replies.drain(..).zip(outcomes) {
                     let _ = reply.send(outcome);
                 }
             }
@@ -746,7 +753,7 @@ impl Writer {
                 self.revision = start_revision;
                 tracing::error!(%error, "store commit failed; the batch was rolled back");
                 let message = error.to_string();
-                for (_, reply) in batch {
+                for reply in replies.drain(..) {
                     let _ = reply.send(Err(StoreError::CommitFailed {
                         message: message.clone(),
                     }));
@@ -758,7 +765,7 @@ impl Writer {
     #[allow(clippy::type_complexity)]
     fn try_commit_batch(
         &mut self,
-        batch: &[(Transaction, oneshot::Sender<Result<Committed, StoreError>>)],
+        transactions: impl Iterator<Item = Transaction>,
     ) -> Result<(Vec<Result<Committed, StoreError>>, Vec<SharedChangeSet>), StoreError> {
         let mut tx = self
             .shared
@@ -776,61 +783,63 @@ impl Writer {
         })?;
         let now = format_time(self.shared.options.clock.now());
         let mut touched: HashMap<String, Touched> = HashMap::new();
-        let mut outcomes = Vec::with_capacity(batch.len());
+        let mut outcomes = Vec::new();
         let mut change_sets = Vec::new();
         {
             let objects = tx
                 .open_table(OBJECTS)
                 .map_err(StoreError::redb("opening the objects table"))?;
-            for (transaction, _) in batch {
+            for transaction in transactions {
                 let mut view = TransactionView {
                     objects: &objects,
                     batch: &touched,
                     local: HashMap::new(),
                 };
                 let next = self.revision + 1;
-                match apply_transaction(transaction, &mut view, next, &now) {
-                    Ok(results) => {
-                        let local = view.local;
-                        let mut changes = Vec::new();
-                        for (storage_key, (original_in_txn, new)) in local {
-                            let before = original_in_txn.clone();
-                            let entry = match touched.remove(&storage_key) {
-                                Some(mut t) => {
-                                    t.current = new.clone();
-                                    t
-                                }
-                                None => Touched {
-                                    original: original_in_txn,
-                                    current: new.clone(),
-                                },
-                            };
-                            if let Some(change) = describe_change(&storage_key, before, new, next) {
-                                changes.push(change);
-                            }
-                            touched.insert(storage_key, entry);
-                        }
-                        if changes.is_empty() {
-                            outcomes.push(Ok(Committed {
-                                revision: self.revision,
-                                objects: results,
-                            }));
-                        } else {
-                            changes.sort_by(|a, b| a.key.cmp(&b.key));
-                            self.revision = next;
-                            change_sets.push(Arc::new(ChangeSet {
-                                revision: next,
-                                time: now.clone(),
-                                changes,
-                            }));
-                            outcomes.push(Ok(Committed {
-                                revision: next,
-                                objects: results,
-                            }));
+                let results = match apply_transaction(transaction, &mut view, next, &now) {
+                    Ok(results) => results,
+                    Err(e) => {
+                        // The view's writes are dropped: the transaction changes nothing.
+                        outcomes.push(Err(e));
+                        continue;
+                    }
+                };
+                let local = view.local;
+                let mut changes = Vec::new();
+                for (storage_key, entry) in local {
+                    let Some(after) = entry.after else {
+                        continue; // only read
+                    };
+                    if let Some(change) = describe_change(&storage_key, &entry.before, &after, next)
+                    {
+                        changes.push(change);
+                    }
+                    match touched.entry(storage_key) {
+                        Entry::Occupied(mut t) => t.get_mut().current = after,
+                        Entry::Vacant(t) => {
+                            t.insert(Touched {
+                                original: entry.before,
+                                current: after,
+                            });
                         }
                     }
-                    Err(e) => outcomes.push(Err(e)),
                 }
+                let revision = if changes.is_empty() {
+                    self.revision
+                } else {
+                    changes.sort_by(|a, b| a.key.cmp(&b.key));
+                    self.revision = next;
+                    change_sets.push(Arc::new(ChangeSet {
+                        revision: next,
+                        time: now.clone(),
+                        changes,
+                    }));
+                    next
+                };
+                outcomes.push(Ok(Committed {
+                    revision,
+                    objects: results,
+                }));
             }
         }
         if change_sets.is_empty() {
@@ -1002,8 +1011,8 @@ impl Writer {
 
 fn describe_change(
     storage_key: &str,
-    before: Option<Value>,
-    after: Option<Value>,
+    before: &Option<Value>,
+    after: &Option<Value>,
     revision: u64,
 ) -> Option<Change> {
     let key = ObjectKey::from_storage_key(storage_key)?;
@@ -1011,33 +1020,55 @@ fn describe_change(
         .as_ref()
         .and_then(|b| object::phase(b))
         .map(str::to_string);
-    match (before, after) {
-        (None, Some(object)) => Some(Change {
-            change_type: ChangeType::Added,
-            key,
-            object,
-            previous_phase,
-        }),
-        (Some(_), Some(object)) => Some(Change {
-            change_type: ChangeType::Modified,
-            key,
-            object,
-            previous_phase,
-        }),
-        (Some(mut object), None) => Some(Change {
-            change_type: ChangeType::Deleted,
-            object: {
-                set_meta(
-                    &mut object,
-                    "resourceVersion",
-                    Value::String(revision.to_string()),
-                );
-                object
-            },
-            key,
-            previous_phase,
-        }),
-        (None, None) => None,
+    let (change_type, object) = match (before, after) {
+        (None, Some(object)) => (ChangeType::Added, object.clone()),
+        (Some(_), Some(object)) => (ChangeType::Modified, object.clone()),
+        (Some(last), None) => {
+            let mut object = last.clone();
+            set_meta(
+                &mut object,
+                "resourceVersion",
+                Value::String(revision.to_string()),
+            );
+            (ChangeType::Deleted, object)
+        }
+        (None, None) => return None,
+    };
+    Some(Change {
+        change_type,
+        key,
+        object,
+        previous_phase,
+    })
+}
+
+/// One key as a transaction sees it.
+struct LocalEntry {
+    /// The state before this transaction (after the batch's earlier transactions).
+    before: Option<Value>,
+    /// The state after this transaction's writes; `None` while it only read the key.
+    after: Option<Option<Value>>,
+}
+
+impl LocalEntry {
+    fn current(&self) -> Option<&Value> {
+        match &self.after {
+            Some(after) => after.as_ref(),
+            None => self.before.as_ref(),
+        }
+    }
+
+    /// Whether `expected` names the resourceVersion as of the start of the transaction or
+    /// after its earlier writes: callers only ever saw the former.
+    fn resource_version_matches(&self, expected: &str) -> bool {
+        expected.is_empty()
+            || self
+                .current()
+                .is_some_and(|c| object::resource_version(c) == expected)
+            || self
+                .before
+                .as_ref()
+                .is_some_and(|b| object::resource_version(b) == expected)
     }
 }
 
@@ -1045,52 +1076,35 @@ fn describe_change(
 struct TransactionView<'a, 't> {
     objects: &'a redb::Table<'t, &'static str, &'static [u8]>,
     batch: &'a HashMap<String, Touched>,
-    /// Key → (state before this transaction, state after its writes so far).
-    local: HashMap<String, (Option<Value>, Option<Value>)>,
+    local: HashMap<String, LocalEntry>,
 }
 
 impl TransactionView<'_, '_> {
-    fn before_transaction(&self, storage_key: &str) -> Result<Option<Value>, StoreError> {
-        if let Some(t) = self.batch.get(storage_key) {
-            return Ok(t.current.clone());
+    fn entry(&mut self, storage_key: &str) -> Result<&mut LocalEntry, StoreError> {
+        if !self.local.contains_key(storage_key) {
+            let before = match self.batch.get(storage_key) {
+                Some(t) => t.current.clone(),
+                None => match self
+                    .objects
+                    .get(storage_key)
+                    .map_err(StoreError::redb("reading an object"))?
+                {
+                    Some(bytes) => Some(decode(storage_key, bytes.value())?),
+                    None => None,
+                },
+            };
+            self.local.insert(
+                storage_key.to_string(),
+                LocalEntry {
+                    before,
+                    after: None,
+                },
+            );
         }
-        match self
-            .objects
-            .get(storage_key)
-            .map_err(StoreError::redb("reading an object"))?
-        {
-            Some(bytes) => decode(storage_key, bytes.value()).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    fn get(&mut self, storage_key: &str) -> Result<Option<Value>, StoreError> {
-        if let Some((_, now)) = self.local.get(storage_key) {
-            return Ok(now.clone());
-        }
-        self.before_transaction(storage_key)
-    }
-
-    /// Whether `expected` names the object's resourceVersion as of the start of the transaction
-    /// or after its earlier writes: callers only ever saw the former.
-    fn resource_version_matches(&self, storage_key: &str, expected: &str, now: &Value) -> bool {
-        expected.is_empty()
-            || expected == object::resource_version(now)
-            || self
-                .local
-                .get(storage_key)
-                .and_then(|(before, _)| before.as_ref())
-                .is_some_and(|b| object::resource_version(b) == expected)
-    }
-
-    fn put(&mut self, storage_key: &str, value: Option<Value>) -> Result<(), StoreError> {
-        if let Some(entry) = self.local.get_mut(storage_key) {
-            entry.1 = value;
-            return Ok(());
-        }
-        let before = self.before_transaction(storage_key)?;
-        self.local.insert(storage_key.to_string(), (before, value));
-        Ok(())
+        Ok(self
+            .local
+            .get_mut(storage_key)
+            .expect("entry was just inserted"))
     }
 }
 
@@ -1110,17 +1124,16 @@ fn generated_name(prefix: &str) -> String {
 /// Applies one transaction's writes to the view; all-or-nothing because the caller drops the
 /// view's local writes on error.
 fn apply_transaction(
-    transaction: &Transaction,
+    transaction: Transaction,
     view: &mut TransactionView<'_, '_>,
     revision: u64,
     now: &str,
 ) -> Result<Vec<Option<Value>>, StoreError> {
     let rv = revision.to_string();
     let mut results = Vec::with_capacity(transaction.writes.len());
-    for write in &transaction.writes {
+    for write in transaction.writes {
         match write {
-            Write::Create(input) => {
-                let mut obj = input.clone();
+            Write::Create(mut obj) => {
                 if object::name(&obj).is_empty() {
                     let prefix = object::meta_str(&obj, "generateName").unwrap_or_default();
                     if prefix.is_empty() {
@@ -1134,14 +1147,14 @@ fn apply_transaction(
                     set_meta(&mut obj, "name", Value::String(name));
                 }
                 let key = object::key_of(&obj)?;
-                if key.kind.namespaced() {
-                    set_meta(&mut obj, "namespace", Value::String(key.namespace.clone()));
-                }
-                let storage_key = key.storage_key();
-                if view.get(&storage_key)?.is_some() {
+                let entry = view.entry(&key.storage_key())?;
+                if entry.current().is_some() {
                     return Err(StoreError::AlreadyExists { key });
                 }
                 let meta = object::metadata_mut(&mut obj);
+                if key.kind.namespaced() {
+                    meta.insert("namespace".into(), Value::String(key.namespace.clone()));
+                }
                 meta.insert(
                     "uid".into(),
                     Value::String(uuid::Uuid::new_v4().to_string()),
@@ -1154,91 +1167,90 @@ fn apply_transaction(
                 } else {
                     meta.remove("generation");
                 }
-                view.put(&storage_key, Some(obj.clone()))?;
-                results.push(Some(obj));
+                results.push(Some(obj.clone()));
+                entry.after = Some(Some(obj));
             }
-            Write::Update(input) => {
-                let mut obj = input.clone();
+            Write::Update(mut obj) => {
                 let key = object::key_of(&obj)?;
-                let storage_key = key.storage_key();
-                let Some(current) = view.get(&storage_key)? else {
+                let entry = view.entry(&key.storage_key())?;
+                let Some(current) = entry.current() else {
                     return Err(StoreError::NotFound { key });
                 };
                 let expected = object::resource_version(&obj);
-                let actual = object::resource_version(&current);
-                if !view.resource_version_matches(&storage_key, expected, &current) {
+                if !entry.resource_version_matches(expected) {
                     return Err(StoreError::Conflict {
-                        key,
                         expected: expected.to_string(),
-                        actual: actual.to_string(),
+                        actual: object::resource_version(current).to_string(),
+                        key,
                     });
                 }
-                {
-                    let cur_meta = object::metadata(&current).cloned().unwrap_or_default();
-                    let meta = object::metadata_mut(&mut obj);
-                    for kept in ["uid", "creationTimestamp", "deletionTimestamp"] {
-                        match cur_meta.get(kept) {
-                            Some(v) => meta.insert(kept.into(), v.clone()),
-                            None => meta.remove(kept),
-                        };
-                    }
-                    if key.kind.namespaced() {
-                        meta.insert("namespace".into(), Value::String(key.namespace.clone()));
-                    }
-                    meta.insert("resourceVersion".into(), Value::String(actual.to_string()));
+                let empty = serde_json::Map::new();
+                let cur_meta = object::metadata(current).unwrap_or(&empty);
+                let meta = object::metadata_mut(&mut obj);
+                for kept in ["uid", "creationTimestamp", "deletionTimestamp"] {
+                    match cur_meta.get(kept) {
+                        Some(v) => meta.insert(kept.into(), v.clone()),
+                        None => meta.remove(kept),
+                    };
                 }
+                if key.kind.namespaced() {
+                    meta.insert("namespace".into(), Value::String(key.namespace.clone()));
+                }
+                meta.insert(
+                    "resourceVersion".into(),
+                    Value::String(object::resource_version(current).to_string()),
+                );
                 if key.kind.has_generation() {
-                    let generation = object::generation(&current)
-                        + i64::from(object::spec_differs(&current, &obj));
+                    let generation = object::generation(current)
+                        + i64::from(object::spec_differs(current, &obj));
                     set_meta(&mut obj, "generation", Value::from(generation.max(1)));
                 }
-                if obj == current {
-                    results.push(Some(current));
+                if obj == *current {
+                    results.push(Some(obj));
                     continue;
                 }
                 if object::deletion_timestamp(&obj).is_some() && object::finalizers(&obj).is_empty()
                 {
-                    set_meta(&mut obj, "resourceVersion", Value::String(rv.clone()));
-                    view.put(&storage_key, None)?;
                     results.push(None);
+                    entry.after = Some(None);
                     continue;
                 }
                 set_meta(&mut obj, "resourceVersion", Value::String(rv.clone()));
-                view.put(&storage_key, Some(obj.clone()))?;
-                results.push(Some(obj));
+                results.push(Some(obj.clone()));
+                entry.after = Some(Some(obj));
             }
             Write::Delete {
                 key,
                 resource_version,
             } => {
-                let storage_key = key.storage_key();
-                let Some(mut current) = view.get(&storage_key)? else {
-                    return Err(StoreError::NotFound { key: key.clone() });
+                let entry = view.entry(&key.storage_key())?;
+                let Some(current) = entry.current() else {
+                    return Err(StoreError::NotFound { key });
                 };
-                if let Some(expected) = resource_version {
-                    let actual = object::resource_version(&current);
-                    if !view.resource_version_matches(&storage_key, expected, &current) {
-                        return Err(StoreError::Conflict {
-                            key: key.clone(),
-                            expected: expected.clone(),
-                            actual: actual.to_string(),
-                        });
-                    }
+                if let Some(expected) = resource_version
+                    && !entry.resource_version_matches(&expected)
+                {
+                    return Err(StoreError::Conflict {
+                        actual: object::resource_version(current).to_string(),
+                        key,
+                        expected,
+                    });
                 }
-                if object::finalizers(&current).is_empty() {
-                    view.put(&storage_key, None)?;
+                if object::finalizers(current).is_empty() {
                     results.push(None);
-                } else if object::deletion_timestamp(&current).is_some() {
-                    results.push(Some(current));
+                    entry.after = Some(None);
+                } else if object::deletion_timestamp(current).is_some() {
+                    results.push(Some(current.clone()));
                 } else {
+                    let mut deleting = current.clone();
                     set_meta(
-                        &mut current,
+                        &mut deleting,
                         "deletionTimestamp",
                         Value::String(now.to_string()),
                     );
-                    set_meta(&mut current, "resourceVersion", Value::String(rv.clone()));
-                    view.put(&storage_key, Some(current.clone()))?;
-                    results.push(Some(current));
+                    set_meta(&mut deleting, "resourceVersion", Value::String(rv.clone()));
+                    results.push(Some(deleting.clone()));
+                    entry.after = Some(Some(deleting));
                 }
             }
         }

@@ -138,10 +138,14 @@ pub fn parse_manifest(
     let path = path_for_messages;
     let text = decode_utf8(path, bytes)?;
     let is_json = path.to_ascii_lowercase().ends_with(".json");
+    // YAML counts a lone `\r` as a line break too; normalised, the parser's lines and ours
+    // agree. Scalars do not change: YAML normalises line breaks in their content anyway.
+    let yaml_text;
     let documents = if is_json {
         json_documents(path, text)?
     } else {
-        yaml_documents(path, text)?
+        yaml_text = normalise_line_breaks(text);
+        yaml_documents(path, &yaml_text)?
     };
     let mut parsed = ParsedManifest {
         documents: documents.count,
@@ -551,6 +555,28 @@ struct Document<'a> {
     value: Value,
 }
 
+fn normalise_line_breaks(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\r') {
+        std::borrow::Cow::Owned(text.replace("\r\n", "\n").replace('\r', "\n"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// serde_json reports byte columns; messages count characters.
+fn char_column(text: &str, line: usize, byte_column: usize) -> usize {
+    let Some(line_text) = text.split('\n').nth(line.saturating_sub(1)) else {
+        return byte_column.max(1);
+    };
+    let mut end = byte_column.min(line_text.len());
+    while !line_text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let chars = line_text[..end].chars().count();
+    // A column just past the last character (end of input) stays one past it.
+    (chars + usize::from(byte_column > line_text.len() && byte_column > 0)).max(1)
+}
+
 fn decode_utf8<'a>(path: &str, bytes: &'a [u8]) -> Result<&'a str, ManifestError> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     std::str::from_utf8(bytes).map_err(|e| {
@@ -749,7 +775,7 @@ fn json_documents<'a>(path: &str, text: &'a str) -> Result<Documents<'a>, Manife
             path: path.to_string(),
             document: Some(index),
             line: Some(e.line()),
-            column: Some(e.column().max(1)),
+            column: Some(char_column(text, e.line(), e.column())),
             field: None,
             message: format!("JSON syntax error: {}", strip_location(&e.to_string())),
         })?;
@@ -867,6 +893,25 @@ mod tests {
 
         let err = parse_manifest("y.yaml", b"a: 1\n  b: 2\n").unwrap_err();
         assert_eq!((err.document, err.line), (Some(0), Some(2)), "{err}");
+    }
+
+    #[test]
+    fn error_positions_follow_lone_carriage_returns_and_characters() {
+        // Found by fuzzing: YAML breaks lines at a lone `\r`, and serde_json counts bytes.
+        let err = parse_manifest(
+            "cr.yaml",
+            b"kind: DataObject\rmetadata: {name: a}\ndata: [1,\n",
+        )
+        .unwrap_err();
+        assert_eq!(err.line, Some(3), "{err}");
+        let err = parse_manifest("cr.yaml", b"\r,").unwrap_err();
+        assert!(err.line.unwrap_or(0) <= 2, "{err}");
+        let err = parse_manifest("u.json", "\"ééé".as_bytes()).unwrap_err();
+        assert_eq!(err.line, Some(1), "{err}");
+        assert!(err.column.unwrap() <= 5, "{err}");
+        let err = parse_manifest("v.json", "{\"é\": 1,, }".as_bytes()).unwrap_err();
+        // The second comma is the 9th character (the 10th byte).
+        assert_eq!(err.column, Some(9), "{err}");
     }
 
     #[test]

@@ -1,19 +1,23 @@
 //! `ingest::parse_manifest` on the same bytes as a `.yaml` and as a `.json` file: must never
 //! panic, and every line and column it reports (errors, warnings, objects) lies inside the
 //! input. Lines are 1-based; a column is 1-based in characters and may point one past the
-//! end of its line (end of input, a missing token).
+//! end of its line (end of input, a missing token). YAML breaks lines at `\n`, `\r\n` and a
+//! lone `\r`; JSON only at `\n`.
 #![no_main]
 
 use landscaper_appliance::ingest::parse_manifest;
 use libfuzzer_sys::fuzz_target;
 
 /// Characters per line of the text the parser sees (BOM stripped, bad UTF-8 as U+FFFD).
-fn line_lengths(data: &[u8]) -> Vec<usize> {
+fn line_lengths(data: &[u8], yaml: bool) -> Vec<usize> {
     let data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
-    String::from_utf8_lossy(data)
-        .split('\n')
-        .map(|line| line.chars().count())
-        .collect()
+    let text = String::from_utf8_lossy(data);
+    let text = if yaml {
+        text.replace("\r\n", "\n").replace('\r', "\n")
+    } else {
+        text.into_owned()
+    };
+    text.split('\n').map(|line| line.chars().count()).collect()
 }
 
 fn check(what: &str, lines: &[usize], line: Option<usize>, column: Option<usize>, data: &[u8]) {
@@ -38,8 +42,8 @@ fn check(what: &str, lines: &[usize], line: Option<usize>, column: Option<usize>
 }
 
 fuzz_target!(|data: &[u8]| {
-    let lines = line_lengths(data);
     for path in ["fuzz.yaml", "fuzz.json"] {
+        let lines = line_lengths(data, path.ends_with(".yaml"));
         match parse_manifest(path, data) {
             Ok(parsed) => {
                 for object in &parsed.objects {

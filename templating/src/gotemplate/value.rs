@@ -99,10 +99,7 @@ impl Value {
             // encoding/json writes []byte as base64.
             Value::Bytes(b) => serde_json::Value::String(base64_std(b)),
             Value::List(items) => serde_json::Value::Array(
-                items
-                    .iter()
-                    .map(Value::to_json)
-                    .collect::<Result<_, _>>()?,
+                items.iter().map(Value::to_json).collect::<Result<_, _>>()?,
             ),
             Value::Map(map) => serde_json::Value::Object(
                 map.borrow()
@@ -143,10 +140,18 @@ mod tests {
     fn json_numbers_become_float64_and_round_trip() {
         let v = Value::from_json(&json!({"a": [1, "x", null, true], "b": {"c": 2.5}}));
         let Value::Map(m) = &v else { panic!() };
-        let Value::List(a) = &m.borrow()["a"] else { panic!() };
+        let Value::List(a) = &m.borrow()["a"] else {
+            panic!()
+        };
         assert!(matches!(a[0], Value::Float(f) if f == 1.0));
-        assert_eq!(v.to_json().unwrap(), json!({"a": [1.0, "x", null, true], "b": {"c": 2.5}}));
-        assert_eq!(Value::Bytes(Rc::from(&b"hi!?"[..])).to_json().unwrap(), json!("aGkhPw=="));
+        assert_eq!(
+            v.to_json().unwrap(),
+            json!({"a": [1.0, "x", null, true], "b": {"c": 2.5}})
+        );
+        assert_eq!(
+            Value::Bytes(Rc::from(&b"hi!?"[..])).to_json().unwrap(),
+            json!("aGkhPw==")
+        );
     }
 
     #[test]

@@ -690,11 +690,41 @@ struct Touched {
 struct Writer {
     shared: Arc<Shared>,
     revision: u64,
+    /// Freeing a batch's objects is a good part of the writer's time; another thread does it.
+    reaper: mpsc::Sender<Garbage>,
+}
+
+/// What the writer is done with. The fields are never read: they exist to be dropped on the
+/// reaper thread.
+#[allow(dead_code)]
+enum Garbage {
+    Batch(HashMap<String, Touched>),
+    ChangeSet(SharedChangeSet),
+}
+
+fn start_reaper() -> mpsc::Sender<Garbage> {
+    let (sender, garbage) = mpsc::channel::<Garbage>();
+    let spawned = std::thread::Builder::new()
+        .name("store-reaper".into())
+        .spawn(move || while garbage.recv().is_ok() {});
+    if spawned.is_err() {
+        tracing::warn!("no reaper thread; the writer frees its batches itself");
+    }
+    sender
 }
 
 impl Writer {
     fn new(shared: Arc<Shared>, revision: u64) -> Self {
-        Writer { shared, revision }
+        Writer {
+            shared,
+            revision,
+            reaper: start_reaper(),
+        }
+    }
+
+    /// Hands something to the reaper; drops it here if the reaper is gone.
+    fn discard(&self, garbage: Garbage) {
+        let _ = self.reaper.send(garbage);
     }
 
     fn run(mut self, inbox: mpsc::Receiver<Request>) {
@@ -739,7 +769,9 @@ impl Writer {
                     for set in &change_sets {
                         recent.push_back(set.clone());
                         while recent.len() > self.shared.options.recent_changes {
-                            recent.pop_front();
+                            if let Some(old) = recent.pop_front() {
+                                self.discard(Garbage::ChangeSet(old));
+                            }
                         }
                         // Nobody listening is fine.
                         let _ = self.shared.feed.send(set.clone());
@@ -845,6 +877,7 @@ impl Writer {
         if change_sets.is_empty() {
             tx.abort()
                 .map_err(StoreError::redb("aborting a no-op write"))?;
+            self.discard(Garbage::Batch(touched));
             return Ok((outcomes, change_sets));
         }
         self.write_touched(&tx, &touched)?;
@@ -857,6 +890,7 @@ impl Writer {
                 .map_err(StoreError::redb("writing the revision"))?;
         }
         tx.commit().map_err(StoreError::redb("committing"))?;
+        self.discard(Garbage::Batch(touched));
         Ok((outcomes, change_sets))
     }
 

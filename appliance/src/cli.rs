@@ -41,6 +41,8 @@ pub enum Command {
     Describe(DescribeArgs),
     /// Check manifest files offline; prints every error with file, document and line.
     Validate(ValidateArgs),
+    /// Render a blueprint offline (deploy items, subinstallations, exports), or one template.
+    Render(RenderArgs),
     /// Print the version of this binary and of its store format.
     Version,
 }
@@ -130,6 +132,78 @@ pub struct ValidateArgs {
     pub paths: Vec<PathBuf>,
 }
 
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum RenderOutputFormat {
+    #[default]
+    Yaml,
+    Json,
+}
+
+#[derive(Debug, Args, Clone)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Examples:\n  \
+    landscaper-appliance render ./my-blueprint --imports imports.yaml\n  \
+    landscaper-appliance render installation.yaml --imports-from manifests.d/\n  \
+    landscaper-appliance render template --engine gotemplate deploy.yaml --values values.yaml"
+)]
+pub struct RenderArgs {
+    #[command(subcommand)]
+    pub command: Option<RenderCommand>,
+    /// A blueprint directory (with blueprint.yaml), or an Installation manifest with an inline
+    /// blueprint.
+    #[arg(required = true)]
+    pub path: Option<PathBuf>,
+    /// YAML/JSON map of import name to value (a Target object or its spec for target imports);
+    /// wins over values found with --imports-from.
+    #[arg(long, value_name = "FILE")]
+    pub imports: Option<PathBuf>,
+    /// Manifest file or folder with the DataObjects, Targets, ConfigMaps and Secrets an
+    /// Installation's imports refer to (objects in the Installation's own file are used too).
+    #[arg(long, value_name = "PATH")]
+    pub imports_from: Option<PathBuf>,
+    /// YAML/JSON map with `deployitems` (deploy item name to its exports), `dataobjects` and
+    /// `targets`: renders the export executions too.
+    #[arg(long, value_name = "FILE")]
+    pub export_values: Option<PathBuf>,
+    /// YAML/JSON map of previous template state (`deploy<execution>`, `export<execution>`).
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t)]
+    pub output: RenderOutputFormat,
+}
+
+#[derive(Debug, Subcommand, Clone)]
+pub enum RenderCommand {
+    /// Render one template file with the Landscaper function set (gotemplate) or Spiff.
+    Template(RenderTemplateArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RenderEngine {
+    Gotemplate,
+    Spiff,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RenderTemplateArgs {
+    #[arg(long, value_enum)]
+    pub engine: RenderEngine,
+    /// The template file.
+    pub file: PathBuf,
+    /// YAML/JSON values: the template's data (gotemplate) or bindings (spiff).
+    #[arg(long, value_name = "FILE")]
+    pub values: Option<PathBuf>,
+    /// Folder that `include`/`readFile`/`read` may read (default: the template's folder).
+    #[arg(long, value_name = "DIR")]
+    pub files: Option<PathBuf>,
+    /// Output format; default: the text as rendered (gotemplate) or YAML (spiff).
+    #[arg(short, long, value_enum)]
+    pub output: Option<RenderOutputFormat>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +212,50 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_render_and_render_template() {
+        let cli = Cli::try_parse_from([
+            "landscaper-appliance",
+            "render",
+            "bp",
+            "--imports",
+            "i.yaml",
+            "-o",
+            "json",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Render(args) => {
+                assert_eq!(args.path.as_deref(), Some(std::path::Path::new("bp")));
+                assert!(args.command.is_none());
+                assert_eq!(args.output, RenderOutputFormat::Json);
+            }
+            other => panic!("parsed {other:?}"),
+        }
+        let cli = Cli::try_parse_from([
+            "landscaper-appliance",
+            "render",
+            "template",
+            "--engine",
+            "spiff",
+            "t.yaml",
+            "--values",
+            "v.yaml",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Render(RenderArgs {
+                command: Some(RenderCommand::Template(t)),
+                ..
+            }) => {
+                assert_eq!(t.engine, RenderEngine::Spiff);
+                assert_eq!(t.file, std::path::PathBuf::from("t.yaml"));
+            }
+            other => panic!("parsed {other:?}"),
+        }
+        assert!(Cli::try_parse_from(["landscaper-appliance", "render"]).is_err());
     }
 
     #[test]

@@ -9,4 +9,5 @@ pub mod daemon;
 pub mod history;
 pub mod ingest;
 pub mod logging;
+pub mod render;
 pub mod validate;

@@ -1,9 +1,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use landscaper_appliance::cli::{Cli, Command};
+use landscaper_appliance::cli::{Cli, Command, RenderCommand};
 use landscaper_appliance::config::{Config, LogFormat, Overrides};
-use landscaper_appliance::{commands, daemon, logging, validate};
+use landscaper_appliance::{commands, daemon, logging, render, validate};
 
 /// mimalloc: the store's writer allocates and frees many small JSON nodes; glibc's allocator
 /// made it the bottleneck (10-15k durable updates/s against 20-21k with mimalloc, measured
@@ -60,6 +60,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::FAILURE
             })
+        }
+        Command::Render(args) => {
+            let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
+            match &args.command {
+                Some(RenderCommand::Template(t)) => render::run_template(t, &mut out, &mut err)?,
+                None => render::run(&args, &mut out, &mut err)?,
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Version => {
             println!(

@@ -1,4 +1,7 @@
 //! Template engines of the Landscaper appliance: Go templates with sprig (`gotemplate`), Spiff
 //! (`spiff`), JSON schema validation (`schema`), and blueprint rendering.
 
+pub mod blueprint;
 pub mod gotemplate;
+pub mod schema;
+pub mod spiff;

@@ -4,13 +4,104 @@
 //! Maps are reference types, as in Go: `set` and `merge` mutate a map that other values share.
 //! Lists are immutable once built (sprig's list functions return new lists), so they are shared
 //! with `Rc` without interior mutability.
+//!
+//! Slices and maps carry their Go element type: JSON data and most functions make
+//! `[]interface{}` and `map[string]interface{}`, but some sprig functions return `[]string`,
+//! `[]int`, `[][]interface{}` or `map[string]string`. The element type decides the type name
+//! (`typeOf`, error messages), whether elements are seen through an interface (range, index) and
+//! what a missing key reads as; everything else (printing, JSON, `len`, reflection-based sprig
+//! functions) treats all slices alike, through [`GoSlice`]'s `Deref` to its items.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::ops::Deref;
 use std::rc::Rc;
 
-/// A Go map[string]interface{}, shared by reference.
-pub type MapRef = Rc<RefCell<BTreeMap<String, Value>>>;
+use super::funcs::dates::Time;
+use super::funcs::semver::Version;
+
+/// The element type of a Go slice or map value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Elem {
+    /// `interface{}`: elements keep their dynamic type (JSON data, `list`, `dict`...).
+    #[default]
+    Interface,
+    /// `string` (`splitList`, `keys`, `toStrings`, `sortAlpha`, `split`...).
+    String,
+    /// `int` (`until`, `untilStep`).
+    Int,
+    /// `[]interface{}` (`chunk`).
+    InterfaceSlice,
+    /// `map[string]interface{}` (Landscaper's `getResources`).
+    Map,
+}
+
+/// A Go slice: its element type and items.
+#[derive(Debug, Clone, Default)]
+pub struct GoSlice {
+    pub elem: Elem,
+    pub items: Vec<Value>,
+}
+
+impl Deref for GoSlice {
+    type Target = Vec<Value>;
+
+    fn deref(&self) -> &Vec<Value> {
+        &self.items
+    }
+}
+
+impl GoSlice {
+    /// Go's name of the slice type.
+    pub fn type_name(&self) -> &'static str {
+        match self.elem {
+            Elem::Interface => "[]interface {}",
+            Elem::String => "[]string",
+            Elem::Int => "[]int",
+            Elem::InterfaceSlice => "[][]interface {}",
+            Elem::Map => "[]map[string]interface {}",
+        }
+    }
+}
+
+/// A Go map with string keys: its element type and entries (shared and mutable, as Go maps
+/// are references).
+#[derive(Debug, Default)]
+pub struct GoMap {
+    pub elem: Elem,
+    pub entries: RefCell<BTreeMap<String, Value>>,
+}
+
+impl Deref for GoMap {
+    type Target = RefCell<BTreeMap<String, Value>>;
+
+    fn deref(&self) -> &RefCell<BTreeMap<String, Value>> {
+        &self.entries
+    }
+}
+
+impl GoMap {
+    /// Go's name of the map type.
+    pub fn type_name(&self) -> &'static str {
+        match self.elem {
+            Elem::String => "map[string]string",
+            _ => "map[string]interface {}",
+        }
+    }
+
+    /// What reading a missing key gives with `missingkey=zero`: the element type's zero value.
+    pub fn zero_elem(&self) -> Value {
+        match self.elem {
+            Elem::String => Value::string(""),
+            _ => Value::Nil,
+        }
+    }
+}
+
+/// A Go map with string keys, shared by reference.
+pub type MapRef = Rc<GoMap>;
+/// A Go slice, shared.
+pub type ListRef = Rc<GoSlice>;
 
 /// A Go value with its dynamic type.
 #[derive(Debug, Clone, Default)]
@@ -23,15 +114,26 @@ pub enum Value {
     Int(i64),
     /// Go `int64`: sprig's integer math (`add`, `sub`, `mul`, `div`, `mod`, `int64`, ...).
     Int64(i64),
+    /// Go `uint64`: what `*semver.Version`'s `Major`, `Minor` and `Patch` return.
+    Uint64(u64),
     /// Go `float64`: every JSON number, float literals, `float64`, `addf`, ...
     Float(f64),
+    /// A Go `string` of valid UTF-8 (nearly all of them).
     String(Rc<str>),
+    /// A Go `string` whose bytes are not valid UTF-8 (Go strings are byte sequences): `b64dec`
+    /// of binary data, `trunc` or `substr` through a multi-byte character. Build strings from
+    /// bytes with [`Value::from_bytes`], which keeps valid UTF-8 a [`Value::String`].
+    ByteString(Rc<[u8]>),
     /// Go `[]byte` (what `b64dec` works on internally; printed as the bytes' string in `%s`).
     Bytes(Rc<[u8]>),
-    /// Go `[]interface{}`.
-    List(Rc<Vec<Value>>),
-    /// Go `map[string]interface{}`.
+    /// A Go slice: `[]interface{}` (JSON arrays, `list`...) or a typed one (`[]string`...).
+    List(ListRef),
+    /// A Go map: `map[string]interface{}` (JSON objects, `dict`...) or `map[string]string`.
     Map(MapRef),
+    /// Go `time.Time` (`toDate`, `now`, `dateModify`...).
+    Time(Rc<Time>),
+    /// `*semver.Version` (sprig's `semver`).
+    Semver(Rc<Version>),
 }
 
 impl Value {
@@ -39,12 +141,50 @@ impl Value {
         Value::String(s.into())
     }
 
-    pub fn list(items: Vec<Value>) -> Value {
-        Value::List(Rc::new(items))
+    /// A Go string of arbitrary bytes: a [`Value::String`] when they are valid UTF-8, else a
+    /// [`Value::ByteString`].
+    pub fn from_bytes(bytes: Vec<u8>) -> Value {
+        match String::from_utf8(bytes) {
+            Ok(s) => Value::string(s),
+            Err(e) => Value::ByteString(e.into_bytes().into()),
+        }
     }
 
+    /// The bytes of a Go string value (either representation).
+    pub fn string_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Value::String(s) => Some(s.as_bytes()),
+            Value::ByteString(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// A `[]interface{}`.
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::typed_list(Elem::Interface, items)
+    }
+
+    /// A slice of the given element type (the items must be of that type).
+    pub fn typed_list(elem: Elem, items: Vec<Value>) -> Value {
+        Value::List(Rc::new(GoSlice { elem, items }))
+    }
+
+    /// A `[]string`.
+    pub fn string_list(items: impl IntoIterator<Item = impl Into<Rc<str>>>) -> Value {
+        Value::typed_list(
+            Elem::String,
+            items.into_iter().map(|s| Value::String(s.into())).collect(),
+        )
+    }
+
+    /// A `map[string]interface{}`.
     pub fn map(entries: BTreeMap<String, Value>) -> Value {
-        Value::Map(Rc::new(RefCell::new(entries)))
+        Value::typed_map(Elem::Interface, entries)
+    }
+
+    /// A map of the given element type (the values must be of that type).
+    pub fn typed_map(elem: Elem, entries: BTreeMap<String, Value>) -> Value {
+        Value::Map(new_map(elem, entries))
     }
 
     pub fn empty_map() -> Value {
@@ -58,11 +198,41 @@ impl Value {
             Value::Bool(_) => "bool",
             Value::Int(_) => "int",
             Value::Int64(_) => "int64",
+            Value::Uint64(_) => "uint64",
             Value::Float(_) => "float64",
-            Value::String(_) => "string",
+            Value::String(_) | Value::ByteString(_) => "string",
             Value::Bytes(_) => "[]uint8",
-            Value::List(_) => "[]interface {}",
-            Value::Map(_) => "map[string]interface {}",
+            Value::List(l) => l.type_name(),
+            Value::Map(m) => m.type_name(),
+            Value::Time(_) => "time.Time",
+            Value::Semver(_) => "*semver.Version",
+        }
+    }
+
+    /// Go's `reflect.Kind` name of the value (`kindOf`, sprig's error messages).
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Value::Nil => "invalid",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Int64(_) => "int64",
+            Value::Uint64(_) => "uint64",
+            Value::Float(_) => "float64",
+            Value::String(_) | Value::ByteString(_) => "string",
+            Value::Bytes(_) | Value::List(_) => "slice",
+            Value::Map(_) => "map",
+            Value::Time(_) => "struct",
+            Value::Semver(_) => "ptr",
+        }
+    }
+
+    /// Whether Go's `interface{}` element type: values read from the collection are seen through
+    /// an interface (a nil element is a nil interface, error messages name `interface {}`).
+    pub fn elements_are_interfaces(&self) -> bool {
+        match self {
+            Value::List(l) => l.elem == Elem::Interface,
+            Value::Map(m) => m.elem == Elem::Interface,
+            _ => false,
         }
     }
 
@@ -86,16 +256,20 @@ impl Value {
     }
 
     /// Encodes as JSON the way Go's `encoding/json` does (used by `toJson`, `toYaml` and to
-    /// hand rendered data back). Integers stay integers; non-finite floats are an error in Go.
+    /// hand rendered data back). Integers stay integers; non-finite floats are an error in Go;
+    /// times and versions marshal as their text forms.
     pub fn to_json(&self) -> Result<serde_json::Value, String> {
         Ok(match self {
             Value::Nil => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Int(i) | Value::Int64(i) => serde_json::Value::from(*i),
+            Value::Uint64(u) => serde_json::Value::from(*u),
             Value::Float(f) => serde_json::Number::from_f64(*f)
                 .map(serde_json::Value::Number)
                 .ok_or_else(|| format!("json: unsupported value: {f}"))?,
             Value::String(s) => serde_json::Value::String(s.to_string()),
+            // encoding/json replaces invalid UTF-8 with U+FFFD.
+            Value::ByteString(b) => serde_json::Value::String(go_lossy(b)),
             // encoding/json writes []byte as base64.
             Value::Bytes(b) => serde_json::Value::String(base64_std(b)),
             Value::List(items) => serde_json::Value::Array(
@@ -107,23 +281,48 @@ impl Value {
                     .map(|(k, v)| Ok((k.clone(), v.to_json()?)))
                     .collect::<Result<_, String>>()?,
             ),
+            Value::Time(t) => serde_json::Value::String(t.marshal_json()?),
+            Value::Semver(v) => serde_json::Value::String(v.to_string()),
         })
     }
 
     /// Go's notion of truth for `if`, `with`, `and`, `or`, `not`: the zero value of its type,
-    /// nil and empty collections are false.
+    /// nil and empty collections are false; structs and non-nil pointers are true.
     pub fn is_truthy(&self) -> bool {
         match self {
             Value::Nil => false,
             Value::Bool(b) => *b,
             Value::Int(i) | Value::Int64(i) => *i != 0,
+            Value::Uint64(u) => *u != 0,
             Value::Float(f) => *f != 0.0,
             Value::String(s) => !s.is_empty(),
-            Value::Bytes(b) => !b.is_empty(),
+            Value::ByteString(b) | Value::Bytes(b) => !b.is_empty(),
             Value::List(l) => !l.is_empty(),
             Value::Map(m) => !m.borrow().is_empty(),
+            Value::Time(_) | Value::Semver(_) => true,
         }
     }
+}
+
+/// Go's reading of a string's bytes as text, as `for range` and the `strings` and
+/// `encoding/json` functions do: every byte that is not part of valid UTF-8 is one U+FFFD.
+pub fn go_lossy(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for _ in chunk.invalid() {
+            out.push('\u{FFFD}');
+        }
+    }
+    out
+}
+
+/// A new shared map.
+pub fn new_map(elem: Elem, entries: BTreeMap<String, Value>) -> MapRef {
+    Rc::new(GoMap {
+        elem,
+        entries: RefCell::new(entries),
+    })
 }
 
 fn base64_std(bytes: &[u8]) -> String {
@@ -161,5 +360,33 @@ mod tests {
         assert!(!Value::string("").is_truthy());
         assert!(!Value::empty_map().is_truthy());
         assert!(Value::list(vec![Value::Nil]).is_truthy());
+        assert!(Value::Time(Rc::new(Time::zero())).is_truthy());
+    }
+
+    #[test]
+    fn typed_collections_name_their_types() {
+        assert_eq!(Value::string_list(["a"]).type_name(), "[]string");
+        assert_eq!(Value::list(vec![]).type_name(), "[]interface {}");
+        assert_eq!(
+            Value::typed_list(Elem::Int, vec![Value::Int(1)]).type_name(),
+            "[]int"
+        );
+        assert_eq!(
+            Value::typed_map(Elem::String, BTreeMap::new()).type_name(),
+            "map[string]string"
+        );
+        assert!(Value::list(vec![]).elements_are_interfaces());
+        assert!(!Value::string_list(["a"]).elements_are_interfaces());
+    }
+
+    #[test]
+    fn strings_from_bytes_stay_utf8_when_they_can() {
+        assert!(
+            matches!(Value::from_bytes(b"h\xc3\xa9".to_vec()), Value::String(s) if &*s == "hé")
+        );
+        let raw = Value::from_bytes(b"h\xc3".to_vec());
+        assert!(matches!(&raw, Value::ByteString(b) if &**b == b"h\xc3"));
+        assert_eq!(raw.type_name(), "string");
+        assert_eq!(raw.string_bytes(), Some(&b"h\xc3"[..]));
     }
 }

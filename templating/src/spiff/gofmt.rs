@@ -1,0 +1,582 @@
+//! Go formatting: `strconv.FormatFloat`, a subset of `fmt.Sprintf` (as used by spiff's
+//! `format` function) and `encoding/json` number output.
+
+use std::fmt::Write as _;
+
+/// Decimal digits (no trailing zeros; empty for zero) and decimal point position:
+/// `value = 0.d1d2d3... * 10^dp`.
+struct Digs {
+    d: Vec<u8>,
+    dp: i32,
+}
+
+fn from_sci(s: &str) -> Digs {
+    let (mant, exp) = s.split_once('e').unwrap_or((s, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let mut d: Vec<u8> = mant.bytes().filter(|c| *c != b'.').collect();
+    while d.last() == Some(&b'0') {
+        d.pop();
+    }
+    if d.is_empty() {
+        return Digs { d, dp: 0 };
+    }
+    Digs { d, dp: exp + 1 }
+}
+
+fn shortest_digits(f: f64) -> Digs {
+    if f == 0.0 {
+        return Digs {
+            d: Vec::new(),
+            dp: 0,
+        };
+    }
+    from_sci(&format!("{:e}", f.abs()))
+}
+
+/// rounded to `n` significant digits
+fn precision_digits(f: f64, n: usize) -> Digs {
+    if f == 0.0 {
+        return Digs {
+            d: Vec::new(),
+            dp: 0,
+        };
+    }
+    from_sci(&format!("{:.*e}", n.max(1) - 1, f.abs()))
+}
+
+fn fmt_e(neg: bool, g: &Digs, prec: i32, upper: bool) -> String {
+    let mut s = String::new();
+    if neg {
+        s.push('-');
+    }
+    s.push(if g.d.is_empty() { '0' } else { g.d[0] as char });
+    if prec > 0 {
+        s.push('.');
+        for i in 1..=prec as usize {
+            s.push(if i < g.d.len() { g.d[i] as char } else { '0' });
+        }
+    }
+    let exp = if g.d.is_empty() { 0 } else { g.dp - 1 };
+    s.push(if upper { 'E' } else { 'e' });
+    s.push(if exp < 0 { '-' } else { '+' });
+    let ea = exp.unsigned_abs();
+    if ea < 10 {
+        s.push('0');
+    }
+    let _ = write!(s, "{ea}");
+    s
+}
+
+fn fmt_f(neg: bool, g: &Digs, prec: i32) -> String {
+    let mut s = String::new();
+    if neg {
+        s.push('-');
+    }
+    if g.dp > 0 {
+        for i in 0..g.dp as usize {
+            s.push(if i < g.d.len() { g.d[i] as char } else { '0' });
+        }
+    } else {
+        s.push('0');
+    }
+    if prec > 0 {
+        s.push('.');
+        for i in 0..prec {
+            let j = g.dp + i;
+            s.push(if j >= 0 && (j as usize) < g.d.len() {
+                g.d[j as usize] as char
+            } else {
+                '0'
+            });
+        }
+    }
+    s
+}
+
+/// Go's `strconv.FormatFloat(f, fmt, prec, 64)` for `e E f g G`.
+pub(crate) fn format_float(f: f64, fmt: char, prec: i32) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    let neg = f.is_sign_negative() && f != 0.0 || (f == 0.0 && f.is_sign_negative());
+    let shortest = prec < 0;
+    match fmt {
+        'e' | 'E' => {
+            if shortest {
+                let g = shortest_digits(f);
+                let p = (g.d.len() as i32 - 1).max(0);
+                fmt_e(neg, &g, p, fmt == 'E')
+            } else {
+                let g = precision_digits(f, prec as usize + 1);
+                fmt_e(neg, &g, prec, fmt == 'E')
+            }
+        }
+        'f' => {
+            if shortest {
+                let g = shortest_digits(f);
+                let p = (g.d.len() as i32 - g.dp).max(0);
+                fmt_f(neg, &g, p)
+            } else {
+                let s = format!("{:.*}", prec as usize, f.abs());
+                if neg { format!("-{s}") } else { s }
+            }
+        }
+        _ => {
+            let upper = fmt == 'G';
+            let (g, prec) = if shortest {
+                let g = shortest_digits(f);
+                let n = g.d.len() as i32;
+                (g, n)
+            } else {
+                let p = if prec == 0 { 1 } else { prec };
+                (precision_digits(f, p as usize), p)
+            };
+            let nd = g.d.len() as i32;
+            let mut eprec = prec;
+            if eprec > nd && nd >= g.dp {
+                eprec = nd;
+            }
+            if shortest {
+                eprec = 6;
+            }
+            let exp = g.dp - 1;
+            if exp < -4 || exp >= eprec {
+                let p = if prec > nd { nd } else { prec };
+                fmt_e(neg, &g, p - 1, upper)
+            } else {
+                let p = if prec > g.dp { nd } else { prec };
+                fmt_f(neg, &g, (p - g.dp).max(0))
+            }
+        }
+    }
+}
+
+/// Go's `encoding/json` float output.
+pub(crate) fn json_float(f: f64) -> String {
+    let a = f.abs();
+    if a != 0.0 && !(1e-6..1e21).contains(&a) {
+        let s = format_float(f, 'e', -1);
+        // clean up e-09 to e-9
+        if let Some(i) = s.find("e-0") {
+            let mut t = s.clone();
+            t.replace_range(i..i + 3, "e-");
+            return t;
+        }
+        if let Some(i) = s.find("e+0") {
+            let mut t = s.clone();
+            t.replace_range(i..i + 3, "e+");
+            return t;
+        }
+        return s;
+    }
+    format_float(f, 'f', -1)
+}
+
+/// An argument of [`sprintf`].
+#[derive(Clone, Debug)]
+pub(crate) enum Arg {
+    Str(String),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Nil,
+}
+
+impl Arg {
+    fn go_type(&self) -> &'static str {
+        match self {
+            Arg::Str(_) => "string",
+            Arg::Int(_) => "int64",
+            Arg::Float(_) => "float64",
+            Arg::Bool(_) => "bool",
+            Arg::Nil => "<nil>",
+        }
+    }
+    fn v(&self) -> String {
+        match self {
+            Arg::Str(s) => s.clone(),
+            Arg::Int(i) => i.to_string(),
+            Arg::Float(f) => format_float(*f, 'g', -1),
+            Arg::Bool(b) => b.to_string(),
+            Arg::Nil => "<nil>".into(),
+        }
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Flags {
+    minus: bool,
+    plus: bool,
+    sharp: bool,
+    space: bool,
+    zero: bool,
+}
+
+fn pad(s: String, width: Option<usize>, fl: Flags, numeric: bool) -> String {
+    let Some(w) = width else { return s };
+    let n = s.chars().count();
+    if n >= w {
+        return s;
+    }
+    let fill = w - n;
+    if fl.minus {
+        let mut s = s;
+        s.extend(std::iter::repeat_n(' ', fill));
+        s
+    } else if fl.zero && numeric {
+        // zero padding after the sign
+        let (sign, rest) = if s.starts_with(['-', '+', ' ']) {
+            s.split_at(1)
+        } else {
+            ("", s.as_str())
+        };
+        format!("{sign}{}{rest}", "0".repeat(fill))
+    } else if fl.zero {
+        format!("{}{s}", "0".repeat(fill))
+    } else {
+        format!("{}{s}", " ".repeat(fill))
+    }
+}
+
+fn bad_verb(verb: char, a: &Arg) -> String {
+    match a {
+        Arg::Nil => format!("%!{verb}(<nil>)"),
+        _ => format!("%!{verb}({}={})", a.go_type(), a.v()),
+    }
+}
+
+fn fmt_int(i: i64, verb: char, prec: Option<usize>, fl: Flags) -> Option<String> {
+    let neg = i < 0;
+    let u = i.unsigned_abs();
+    let mut digits = match verb {
+        'd' | 'v' => u.to_string(),
+        'b' => format!("{u:b}"),
+        'o' | 'O' => format!("{u:o}"),
+        'x' => format!("{u:x}"),
+        'X' => format!("{u:X}"),
+        'c' => return char::from_u32(i as u32).map(|c| c.to_string()),
+        'q' => {
+            return char::from_u32(i as u32).map(|c| {
+                let q = super::expr::go_quote(&c.to_string());
+                format!("'{}'", &q[1..q.len() - 1].replace("\\\"", "\""))
+            });
+        }
+        'U' => {
+            let mut s = format!("U+{u:04X}");
+            if fl.sharp
+                && let Some(c) = char::from_u32(i as u32)
+            {
+                s.push_str(&format!(" '{c}'"));
+            }
+            return Some(s);
+        }
+        _ => return None,
+    };
+    if let Some(p) = prec {
+        if p == 0 && u == 0 {
+            digits.clear();
+        }
+        while digits.len() < p {
+            digits.insert(0, '0');
+        }
+    }
+    let prefix = if fl.sharp {
+        match verb {
+            'b' => "0b",
+            'o' => "0",
+            'x' => "0x",
+            'X' => "0X",
+            _ => "",
+        }
+    } else if verb == 'O' {
+        "0o"
+    } else {
+        ""
+    };
+    let sign = if neg {
+        "-"
+    } else if fl.plus {
+        "+"
+    } else if fl.space {
+        " "
+    } else {
+        ""
+    };
+    Some(format!("{sign}{prefix}{digits}"))
+}
+
+fn fmt_float(f: f64, verb: char, prec: Option<usize>, fl: Flags) -> Option<String> {
+    let p = prec.map(|p| p as i32);
+    let mut s = match verb {
+        'v' => format_float(f, 'g', p.unwrap_or(-1)),
+        'e' | 'E' => format_float(f, verb, p.unwrap_or(6)),
+        'f' | 'F' => format_float(f, 'f', p.unwrap_or(6)),
+        'g' | 'G' => format_float(f, verb, p.unwrap_or(-1)),
+        _ => return None,
+    };
+    if fl.plus && !s.starts_with('-') && !s.starts_with('+') {
+        s.insert(0, '+');
+    } else if fl.space && !s.starts_with('-') && !s.starts_with('+') {
+        s.insert(0, ' ');
+    } else if s.starts_with('+') && !fl.plus {
+        // +Inf without plus flag
+        s.remove(0);
+    }
+    Some(s)
+}
+
+fn fmt_str(s: &str, verb: char, prec: Option<usize>, fl: Flags) -> Option<String> {
+    let s: String = match prec {
+        Some(p) => s.chars().take(p).collect(),
+        None => s.to_string(),
+    };
+    match verb {
+        's' | 'v' => Some(s),
+        'q' => {
+            if fl.sharp && !s.contains('`') {
+                Some(format!("`{s}`"))
+            } else {
+                Some(super::expr::go_quote(&s))
+            }
+        }
+        'x' | 'X' => {
+            let mut out = String::new();
+            for (i, b) in s.bytes().enumerate() {
+                if fl.space && i > 0 {
+                    out.push(' ');
+                }
+                if verb == 'x' {
+                    let _ = write!(out, "{b:02x}");
+                } else {
+                    let _ = write!(out, "{b:02X}");
+                }
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// Go's `fmt.Sprintf` for scalar arguments.
+pub(crate) fn sprintf(format: &str, args: &[Arg]) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = format.chars().collect();
+    let mut i = 0;
+    let mut argn = 0;
+    let mut reordered = false;
+    while i < chars.len() {
+        let c = chars[i];
+        if c != '%' {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        i += 1;
+        if i >= chars.len() {
+            out.push_str("%!(NOVERB)");
+            break;
+        }
+        let mut fl = Flags::default();
+        while i < chars.len() {
+            match chars[i] {
+                '-' => fl.minus = true,
+                '+' => fl.plus = true,
+                '#' => fl.sharp = true,
+                ' ' => fl.space = true,
+                '0' => fl.zero = !fl.minus,
+                _ => break,
+            }
+            i += 1;
+        }
+        // argument index [n]
+        let parse_index = |i: &mut usize, argn: &mut usize| {
+            if *i < chars.len() && chars[*i] == '[' {
+                let mut j = *i + 1;
+                let mut n = 0usize;
+                let mut okk = false;
+                while j < chars.len() && chars[j].is_ascii_digit() {
+                    n = n * 10 + chars[j].to_digit(10).unwrap() as usize;
+                    j += 1;
+                    okk = true;
+                }
+                if j < chars.len() && chars[j] == ']' && okk && n >= 1 {
+                    *argn = n - 1;
+                    *i = j + 1;
+                    return true;
+                }
+            }
+            false
+        };
+        if parse_index(&mut i, &mut argn) {
+            reordered = true;
+        }
+        let mut width = None;
+        if i < chars.len() && chars[i] == '*' {
+            i += 1;
+            if let Some(Arg::Int(w)) = args.get(argn) {
+                if *w < 0 {
+                    fl.minus = true;
+                    width = Some(w.unsigned_abs() as usize);
+                } else {
+                    width = Some(*w as usize);
+                }
+            } else {
+                out.push_str("%!(BADWIDTH)");
+            }
+            argn += 1;
+        } else {
+            let mut w = 0usize;
+            let mut has = false;
+            while i < chars.len() && chars[i].is_ascii_digit() {
+                w = w * 10 + chars[i].to_digit(10).unwrap() as usize;
+                i += 1;
+                has = true;
+            }
+            if has {
+                width = Some(w);
+            }
+        }
+        let mut prec = None;
+        if i < chars.len() && chars[i] == '.' {
+            i += 1;
+            if parse_index(&mut i, &mut argn) {
+                reordered = true;
+            }
+            if i < chars.len() && chars[i] == '*' {
+                i += 1;
+                if let Some(Arg::Int(p)) = args.get(argn) {
+                    prec = if *p < 0 { None } else { Some(*p as usize) };
+                } else {
+                    out.push_str("%!(BADPREC)");
+                }
+                argn += 1;
+            } else {
+                let mut p = 0usize;
+                while i < chars.len() && chars[i].is_ascii_digit() {
+                    p = p * 10 + chars[i].to_digit(10).unwrap() as usize;
+                    i += 1;
+                }
+                prec = Some(p);
+            }
+        }
+        if parse_index(&mut i, &mut argn) {
+            reordered = true;
+        }
+        if i >= chars.len() {
+            out.push_str("%!(NOVERB)");
+            break;
+        }
+        let verb = chars[i];
+        i += 1;
+        if verb == '%' {
+            out.push('%');
+            continue;
+        }
+        let Some(a) = args.get(argn) else {
+            let _ = write!(out, "%!{verb}(MISSING)");
+            continue;
+        };
+        argn += 1;
+        let formatted = match a {
+            Arg::Nil => match verb {
+                'v' => Some("<nil>".to_string()),
+                _ => None,
+            },
+            Arg::Bool(b) => match verb {
+                't' | 'v' => Some(b.to_string()),
+                _ => None,
+            },
+            Arg::Int(n) => fmt_int(*n, verb, prec, fl),
+            Arg::Float(f) => fmt_float(*f, verb, prec, fl),
+            Arg::Str(s) => fmt_str(s, verb, prec, fl),
+        };
+        match formatted {
+            Some(s) => {
+                let numeric = matches!(a, Arg::Int(_) | Arg::Float(_));
+                let fl2 = if numeric && prec.is_some() && matches!(a, Arg::Int(_)) {
+                    Flags { zero: false, ..fl }
+                } else {
+                    fl
+                };
+                out.push_str(&pad(s, width, fl2, numeric));
+            }
+            None => out.push_str(&bad_verb(verb, a)),
+        }
+    }
+    if !reordered && argn < args.len() {
+        out.push_str("%!(EXTRA ");
+        for (k, a) in args[argn..].iter().enumerate() {
+            if k > 0 {
+                out.push_str(", ");
+            }
+            match a {
+                Arg::Nil => out.push_str("<nil>"),
+                _ => {
+                    let _ = write!(out, "{}={}", a.go_type(), a.v());
+                }
+            }
+        }
+        out.push(')');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats() {
+        assert_eq!(format_float(8080.0, 'g', -1), "8080");
+        assert_eq!(format_float(2.5, 'g', -1), "2.5");
+        assert_eq!(format_float(1e6, 'g', -1), "1e+06");
+        assert_eq!(format_float(1234567.0, 'g', -1), "1.234567e+06");
+        assert_eq!(format_float(0.0001, 'g', -1), "0.0001");
+        assert_eq!(format_float(0.00001, 'g', -1), "1e-05");
+        assert_eq!(format_float(1.23456, 'f', 2), "1.23");
+        assert_eq!(format_float(0.0, 'g', -1), "0");
+        assert_eq!(format_float(-1.5, 'g', -1), "-1.5");
+        assert_eq!(format_float(100000.0, 'g', -1), "100000");
+        assert_eq!(json_float(8080.0), "8080");
+        assert_eq!(json_float(0.5), "0.5");
+        assert_eq!(json_float(1e21), "1e+21");
+        assert_eq!(json_float(1e-7), "1e-7");
+        assert_eq!(json_float(123456789.0), "123456789");
+    }
+
+    #[test]
+    fn printf() {
+        let s = |x: &str| Arg::Str(x.into());
+        assert_eq!(
+            sprintf(
+                "%05d|%-4s|%x|%q",
+                &[Arg::Int(42), s("ab"), Arg::Int(255), s("q")]
+            ),
+            "00042|ab  |ff|\"q\""
+        );
+        assert_eq!(sprintf("%s-%s", &[s("x")]), "x-%!s(MISSING)");
+        assert_eq!(sprintf("%d", &[Arg::Float(8080.0)]), "%!d(float64=8080)");
+        assert_eq!(sprintf("%v", &[Arg::Float(8080.0)]), "8080");
+        assert_eq!(sprintf("100%%", &[]), "100%");
+        assert_eq!(
+            sprintf("%t/%v", &[Arg::Bool(true), Arg::Bool(false)]),
+            "true/false"
+        );
+        assert_eq!(sprintf("%.2f", &[Arg::Float(1.23456)]), "1.23");
+        assert_eq!(sprintf("a", &[Arg::Int(1)]), "a%!(EXTRA int64=1)");
+        assert_eq!(sprintf("%s", &[Arg::Int(1)]), "%!s(int64=1)");
+        assert_eq!(sprintf("%s", &[Arg::Nil]), "%!s(<nil>)");
+        assert_eq!(sprintf("%v", &[Arg::Nil]), "<nil>");
+        assert_eq!(
+            sprintf("%5.1f|%-6d|", &[Arg::Float(2.25), Arg::Int(3)]),
+            "  2.2|3     |"
+        );
+    }
+}

@@ -24,49 +24,11 @@ pub struct YamlError {
 /// YAML 1.1 scalars (`yes` is `true`), merge keys, keys as strings. Whole numbers stay integers
 /// (Go writes them back without a fraction); an empty document is `null`.
 pub fn parse_yaml(text: &str) -> Result<Value, YamlError> {
-    let text = blank_comments(text);
-    let v = goyaml::unmarshal(&text).map_err(|message| YamlError {
+    let v = goyaml::unmarshal(text).map_err(|message| YamlError {
         line: line_of_message(&message),
         message,
     })?;
     Ok(go_to_json(&v))
-}
-
-/// Replaces every comment (`# ...` up to the line break) with spaces, keeping lines and
-/// columns. Workaround: the Go template engine's YAML decoder (`funcs::yaml::unmarshal`) does
-/// not skip the comment events the parser emits, so a comment after the last entry of a map
-/// fails to decode there. Remove once that decoder skips comments.
-fn blank_comments(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains('#') {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut ranges = Vec::new();
-    for ev in Parser::new_from_str(text) {
-        match ev {
-            Ok((Event::Comment(..), span)) => {
-                if let (Some(a), Some(b)) = (span.start.byte_offset(), span.end.byte_offset()) {
-                    ranges.push((a, b));
-                }
-            }
-            Ok((Event::StreamEnd, _)) | Err(_) => break,
-            Ok(_) => {}
-        }
-    }
-    if ranges.is_empty() {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    for (a, b) in ranges {
-        if a < at || b > text.len() || !text.is_char_boundary(a) || !text.is_char_boundary(b) {
-            continue;
-        }
-        out.push_str(&text[at..a]);
-        out.extend(text[a..b].chars().map(|c| if c == '\n' { c } else { ' ' }));
-        at = b;
-    }
-    out.push_str(&text[at..]);
-    std::borrow::Cow::Owned(out)
 }
 
 /// The line number in a `yaml: line N: ...` message.

@@ -1313,6 +1313,8 @@ pub fn unmarshal(text: &str) -> Result<Value, String> {
                 events.push((Event::DocumentEnd, span));
                 break;
             }
+            // yaml.v2 drops comments; the parser reports them as events.
+            Ok((Event::Comment(..), _)) => {}
             Ok(e) => events.push(e),
             Err(e) => {
                 let msg = e.info().to_string();
@@ -1352,6 +1354,12 @@ mod tests {
 
     fn y(v: serde_json::Value) -> String {
         marshal(&Value::from_json(&v)).unwrap()
+    }
+
+    #[test]
+    fn unmarshal_skips_comments() {
+        let v = unmarshal("# head\na: 1 # after a value\nb:\n  - x # in a list\n# tail\n").unwrap();
+        assert_eq!(v.to_json().unwrap(), json!({"a": 1.0, "b": ["x"]}));
     }
 
     #[test]

@@ -5,3 +5,4 @@ pub mod blueprint;
 pub mod gotemplate;
 pub mod schema;
 pub mod spiff;
+mod yaml_scalar;

@@ -2,6 +2,7 @@
 //! emitting YAML the way candiedyaml does (for `asyaml` and `format`), Go's `encoding/json`
 //! output (for `asjson`) and the conversion from/to `serde_json::Value`.
 
+use crate::yaml_scalar::{analyze, is_printable};
 use std::fmt::Write as _;
 use std::rc::Rc;
 
@@ -421,164 +422,6 @@ fn looks_time(s: &str) -> bool {
         && (b[6] == b'-' || (b[6].is_ascii_digit() && b.get(7) == Some(&b'-')))
 }
 
-struct ScalarAnalysis {
-    multiline: bool,
-    block_plain_allowed: bool,
-    flow_plain_allowed: bool,
-    single_quoted_allowed: bool,
-    block_allowed: bool,
-}
-
-fn is_break(c: char) -> bool {
-    matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
-}
-
-fn is_printable(c: char) -> bool {
-    let u = c as u32;
-    u == 0x0A
-        || (0x20..=0x7E).contains(&u)
-        || (0xA0..=0xD7FF).contains(&u)
-        || (0xE000..=0xFFFD).contains(&u) && u != 0xFEFF
-        || u == 0x85
-        || u >= 0x10000
-}
-
-fn analyze(s: &str) -> ScalarAnalysis {
-    if s.is_empty() {
-        return ScalarAnalysis {
-            multiline: false,
-            block_plain_allowed: true,
-            flow_plain_allowed: false,
-            single_quoted_allowed: true,
-            block_allowed: false,
-        };
-    }
-    let mut block_ind = false;
-    let mut flow_ind = false;
-    let mut line_breaks = false;
-    let mut special = false;
-    let (mut leading_space, mut leading_break, mut trailing_space, mut trailing_break) =
-        (false, false, false, false);
-    let (mut break_space, mut space_break) = (false, false);
-    if s.starts_with("---") || s.starts_with("...") {
-        block_ind = true;
-        flow_ind = true;
-    }
-    let chars: Vec<char> = s.chars().collect();
-    let mut preceded_ws = true;
-    let (mut prev_space, mut prev_break) = (false, false);
-    for (i, &c) in chars.iter().enumerate() {
-        let followed_ws =
-            i + 1 >= chars.len() || matches!(chars[i + 1], ' ' | '\t') || is_break(chars[i + 1]);
-        if i == 0 {
-            match c {
-                '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
-                | '%' | '@' | '`' => {
-                    flow_ind = true;
-                    block_ind = true;
-                }
-                '?' | ':' => {
-                    flow_ind = true;
-                    if followed_ws {
-                        block_ind = true;
-                    }
-                }
-                '-' if followed_ws => {
-                    flow_ind = true;
-                    block_ind = true;
-                }
-                _ => {}
-            }
-        } else {
-            match c {
-                ',' | '?' | '[' | ']' | '{' | '}' => flow_ind = true,
-                ':' => {
-                    flow_ind = true;
-                    if followed_ws {
-                        block_ind = true;
-                    }
-                }
-                '#' if preceded_ws => {
-                    flow_ind = true;
-                    block_ind = true;
-                }
-                _ => {}
-            }
-        }
-        if !is_printable(c) || !c.is_ascii() {
-            special = true;
-        }
-        if is_break(c) {
-            line_breaks = true;
-        }
-        if c == ' ' {
-            if i == 0 {
-                leading_space = true;
-            }
-            if i + 1 == chars.len() {
-                trailing_space = true;
-            }
-            if prev_break {
-                break_space = true;
-            }
-            prev_space = true;
-            prev_break = false;
-        } else if is_break(c) {
-            if i == 0 {
-                leading_break = true;
-            }
-            if i + 1 == chars.len() {
-                trailing_break = true;
-            }
-            if prev_space {
-                space_break = true;
-            }
-            prev_space = false;
-            prev_break = true;
-        } else {
-            prev_space = false;
-            prev_break = false;
-        }
-        preceded_ws = matches!(c, ' ' | '\t') || is_break(c);
-    }
-    let mut a = ScalarAnalysis {
-        multiline: line_breaks,
-        flow_plain_allowed: true,
-        block_plain_allowed: true,
-        single_quoted_allowed: true,
-        block_allowed: true,
-    };
-    if leading_space || leading_break || trailing_space || trailing_break {
-        a.flow_plain_allowed = false;
-        a.block_plain_allowed = false;
-    }
-    if trailing_space {
-        a.block_allowed = false;
-    }
-    if break_space {
-        a.flow_plain_allowed = false;
-        a.block_plain_allowed = false;
-        a.single_quoted_allowed = false;
-    }
-    if space_break || special {
-        a.flow_plain_allowed = false;
-        a.block_plain_allowed = false;
-        a.single_quoted_allowed = false;
-        a.block_allowed = false;
-    }
-    if line_breaks {
-        a.flow_plain_allowed = false;
-        a.block_plain_allowed = false;
-    }
-    if flow_ind {
-        a.flow_plain_allowed = false;
-    }
-    if block_ind {
-        a.block_plain_allowed = false;
-    }
-    a
-}
-
 #[derive(PartialEq, Clone, Copy)]
 enum Style {
     Plain,
@@ -667,22 +510,22 @@ impl Emitter {
 
     /// Final style as libyaml selects it.
     fn select(s: &str, mut style: Style, simple_key: bool) -> Style {
-        let a = analyze(s);
+        let a = analyze(s, true);
         if simple_key && a.multiline {
             style = Style::Double;
         }
         if style == Style::Plain {
-            if !a.block_plain_allowed {
+            if !a.block_plain {
                 style = Style::Single;
             }
             if s.is_empty() && simple_key {
                 style = Style::Single;
             }
         }
-        if style == Style::Single && !a.single_quoted_allowed {
+        if style == Style::Single && !a.single_quoted {
             style = Style::Double;
         }
-        if style == Style::Literal && (!a.block_allowed || simple_key) {
+        if style == Style::Literal && (!a.block || simple_key) {
             style = Style::Double;
         }
         style

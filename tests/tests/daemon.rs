@@ -313,3 +313,59 @@ fn every_acceptance_input_is_ingested() {
     }
     assert!(scenarios >= 10, "only {scenarios} mock scenarios found");
 }
+
+/// The README's first command: `demo` writes the embedded folder, serves it, and its
+/// installation renders with the folder's imports.
+#[test]
+fn demo_serves_the_embedded_folder_and_its_blueprint_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new(binary())
+        .args(["demo", "--dir"])
+        .arg(dir.path())
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let client =
+        landscaper_appliance::client::Client::new(&format!("http://127.0.0.1:{port}")).unwrap();
+    let inst = eventually(Duration::from_secs(20), "demo installation", || {
+        client
+            .get_json(
+                "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/demo/installations/greeter",
+            )
+            .ok()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(inst["metadata"]["name"], "greeter");
+
+    let manifests = dir.path().join("manifests");
+    let out = std::process::Command::new(binary())
+        .arg("render")
+        .arg(manifests.join("20-installation.yaml"))
+        .arg("--imports-from")
+        .arg(&manifests)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("name: greeting-configmap") && text.contains("region: factory-hall-3"),
+        "{text}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).trim().is_empty(),
+        "the demo renders without warnings: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -82,13 +82,13 @@ impl Client {
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .map_err(connect_err)?;
-        write!(
-            stream,
+        // One write: `write!` on an unbuffered stream would send the request in pieces.
+        let request = format!(
             "GET {path_and_query} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\nUser-Agent: landscaper-appliance-cli/{}\r\nConnection: close\r\n\r\n",
             self.host_port,
             env!("CARGO_PKG_VERSION")
-        )
-        .map_err(connect_err)?;
+        );
+        stream.write_all(request.as_bytes()).map_err(connect_err)?;
         let bad = |message: String| ClientError::Response {
             server: self.server.clone(),
             message,
@@ -172,8 +172,15 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         std::thread::spawn(move || {
             let (mut s, _) = listener.accept().unwrap();
+            // Read the whole request head before answering and closing.
+            let mut request = Vec::new();
             let mut buf = [0u8; 1024];
-            let _ = s.read(&mut buf);
+            while !request.ends_with(b"\r\n\r\n") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
             s.write_all(response.as_bytes()).unwrap();
         });
         format!("http://{addr}")

@@ -509,6 +509,27 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// The list under `key` (matched case-insensitively) of an execution's output; `None` when
+    /// the key is absent or null.
+    fn output_list<'o>(
+        &self,
+        exec: &PreparedExecution,
+        output: &'o Value,
+        key: &str,
+    ) -> Result<Option<&'o Vec<Value>>, RenderError> {
+        match get_ci(output, key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(l)) => Ok(Some(l)),
+            Some(other) => Err(self.output_error(
+                exec,
+                format!(
+                    "error while decoding templated execution: {key} must be a list, found {}",
+                    super::fs::json_kind(other)
+                ),
+            )),
+        }
+    }
+
     fn output_error(&self, exec: &PreparedExecution, message: String) -> RenderError {
         RenderError::new(self.kind, Some(exec), message)
     }
@@ -664,18 +685,8 @@ pub fn render_deploy_executions(
         let exec = exec.as_ref().map_err(|p| problem_error(kind, p))?;
         let output = pass.run(exec)?;
         pass.keep_go_state(exec, &output);
-        let list = match get_ci(&output, "deployItems") {
-            None | Some(Value::Null) => continue,
-            Some(Value::Array(l)) => l,
-            Some(other) => {
-                return Err(pass.output_error(
-                    exec,
-                    format!(
-                        "error while decoding templated execution: deployItems must be a list, found {}",
-                        super::fs::json_kind(other)
-                    ),
-                ));
-            }
+        let Some(list) = pass.output_list(exec, &output, "deployItems")? else {
+            continue;
         };
         for (i, item) in list.iter().enumerate() {
             let spec = decode_deploy_item(item).map_err(|e| {
@@ -818,18 +829,8 @@ pub fn render_subinstallations(
         let exec = exec.as_ref().map_err(|p| problem_error(kind, p))?;
         let output = pass.run(exec)?;
         pass.keep_go_state(exec, &output);
-        let list = match get_ci(&output, "subinstallations") {
-            None | Some(Value::Null) => continue,
-            Some(Value::Array(l)) => l,
-            Some(other) => {
-                return Err(pass.output_error(
-                    exec,
-                    format!(
-                        "error while decoding templated execution: subinstallations must be a list, found {}",
-                        super::fs::json_kind(other)
-                    ),
-                ));
-            }
+        let Some(list) = pass.output_list(exec, &output, "subinstallations")? else {
+            continue;
         };
         for (i, item) in list.iter().enumerate() {
             let t = super::load::decode_installation_template(item.clone()).map_err(|errs| {

@@ -40,6 +40,16 @@ pub struct ConfigFile {
     pub log_level: Option<String>,
     /// Safety-net full rescan of the manifests folder, e.g. `60s`.
     pub resync_interval: Option<String>,
+    /// Landscaper's `deployItemTimeouts`: `pickup` (default `5m`, `none` disables).
+    pub deploy_item_timeouts: Option<DeployItemTimeouts>,
+    /// Workers per controller (default 4).
+    pub workers: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeployItemTimeouts {
+    pub pickup: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -59,6 +69,9 @@ pub struct Config {
     pub log_format: LogFormat,
     pub log_level: String,
     pub resync_interval: Duration,
+    /// `None`: deploy items of unserved types wait forever.
+    pub pickup_timeout: Option<Duration>,
+    pub workers: usize,
 }
 
 /// Flags that override the file.
@@ -109,7 +122,31 @@ impl Config {
                 message: format!("{text:?} is not a duration like 60s, 5m or 1h"),
             })?,
         };
+        let pickup_timeout = match file
+            .deploy_item_timeouts
+            .as_ref()
+            .and_then(|t| t.pickup.as_deref())
+        {
+            None => Some(Duration::from_secs(300)),
+            Some("none" | "0" | "0s") => None,
+            Some(text) => Some(parse_seconds(text).ok_or_else(|| ConfigError::Invalid {
+                field: "deployItemTimeouts.pickup",
+                message: format!("{text:?} is not a duration like 30s, 5m or none"),
+            })?),
+        };
+        let workers = match file.workers {
+            None => 4,
+            Some(n) if (1..=256).contains(&n) => n,
+            Some(n) => {
+                return Err(ConfigError::Invalid {
+                    field: "workers",
+                    message: format!("{n} is not between 1 and 256"),
+                });
+            }
+        };
         Ok(Config {
+            pickup_timeout,
+            workers,
             manifests_dir: overrides
                 .manifests_dir
                 .or(file.manifests_dir)

@@ -128,6 +128,19 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
             ..crate::ingest::IngestConfig::default()
         },
     );
+    let controller_config = crate::controllers::ControllerConfig {
+        pickup_timeout: config.pickup_timeout,
+        workers: crate::controllers::runtime::WorkerOptions {
+            workers: config.workers,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let controller_context =
+        crate::controllers::ControllerContext::new(store.clone(), controller_config)
+            .with_manifests_dir(config.manifests_dir.clone());
+    let controllers = tokio::spawn(crate::controllers::run(controller_context, cancel.clone()));
+
     let (scanned_tx, scanned_rx) = tokio::sync::oneshot::channel();
     let ingest_cancel = cancel.clone();
     let ingest = tokio::spawn(async move { ingestor.run(ingest_cancel, Some(scanned_tx)).await });
@@ -148,6 +161,9 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     cancel.cancel();
     if let Err(e) = ingest.await {
         tracing::error!(error = %e, "ingest task failed");
+    }
+    if let Err(e) = controllers.await {
+        tracing::error!(error = %e, "controller task failed");
     }
     match server.await {
         Ok(Err(e)) => tracing::error!(error = %e, "API server failed"),

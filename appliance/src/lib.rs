@@ -5,6 +5,7 @@ pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod config;
+pub mod controllers;
 pub mod daemon;
 pub mod history;
 pub mod ingest;

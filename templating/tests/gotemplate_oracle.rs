@@ -345,6 +345,56 @@ fn install_panic_capture() {
     });
 }
 
+/// Renders one Go result's case with the engine (panics captured when `install_panic_capture`
+/// is active on this thread) and compares: the verdict, whether the engine succeeded, its
+/// output or message, and Go's (readable) output or message.
+fn judge(go: &GoResult, data: &serde_json::Value) -> (Verdict, bool, String, String) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        engine::render(&go.case.name, &go.case.template, data, &go.case.funcs)
+    }));
+    let go_text = if go.ok {
+        if go.utf8 {
+            go.output.clone()
+        } else {
+            format!("(invalid UTF-8, base64) {}", go.output_b64)
+        }
+    } else {
+        go.error.clone()
+    };
+    let (verdict, engine_ok, engine_text) = match outcome {
+        Err(_) => (
+            Verdict::EnginePanicked,
+            false,
+            PANIC_MESSAGE.with(|m| std::mem::take(&mut *m.borrow_mut())),
+        ),
+        Ok(Ok(out)) if go.ok => {
+            let same = go.utf8 && out == go.output;
+            (
+                if same {
+                    Verdict::Identical
+                } else {
+                    Verdict::Output
+                },
+                true,
+                out,
+            )
+        }
+        Ok(Ok(out)) => (Verdict::EngineSucceeded, true, out),
+        Ok(Err(msg)) if go.ok => (Verdict::EngineFailed, false, msg),
+        Ok(Err(msg)) => {
+            let verdict = if msg == go.error {
+                Verdict::Identical
+            } else if go.case.exact_error {
+                Verdict::ExactErrorMessage
+            } else {
+                Verdict::ErrorMessage
+            };
+            (verdict, false, msg)
+        }
+    };
+    (verdict, engine_ok, engine_text, go_text)
+}
+
 /// Renders every Go result's case with the engine and compares.
 fn compare(results: &[GoResult]) -> Summary {
     let names = Arc::new(
@@ -378,51 +428,8 @@ fn compare(results: &[GoResult]) -> Summary {
         } else {
             serde_json::from_str(&go.case.data).expect("the oracle decoded this data")
         };
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            engine::render(&go.case.name, &go.case.template, &data, &go.case.funcs)
-        }));
+        let (verdict, engine_ok, engine_text, go_text) = judge(go, &data);
         current.store(usize::MAX, Ordering::Relaxed);
-
-        let go_text = if go.ok {
-            if go.utf8 {
-                go.output.clone()
-            } else {
-                format!("(invalid UTF-8, base64) {}", go.output_b64)
-            }
-        } else {
-            go.error.clone()
-        };
-        let (verdict, engine_ok, engine_text) = match outcome {
-            Err(_) => (
-                Verdict::EnginePanicked,
-                false,
-                PANIC_MESSAGE.with(|m| std::mem::take(&mut *m.borrow_mut())),
-            ),
-            Ok(Ok(out)) if go.ok => {
-                let same = go.utf8 && out == go.output;
-                (
-                    if same {
-                        Verdict::Identical
-                    } else {
-                        Verdict::Output
-                    },
-                    true,
-                    out,
-                )
-            }
-            Ok(Ok(out)) => (Verdict::EngineSucceeded, true, out),
-            Ok(Err(msg)) if go.ok => (Verdict::EngineFailed, false, msg),
-            Ok(Err(msg)) => {
-                let verdict = if msg == go.error {
-                    Verdict::Identical
-                } else if go.case.exact_error {
-                    Verdict::ExactErrorMessage
-                } else {
-                    Verdict::ErrorMessage
-                };
-                (verdict, false, msg)
-            }
-        };
         if verdict != Verdict::Identical && !go.case.skip_if_different.is_empty() {
             summary.compared -= 1;
             summary.skipped += 1;
@@ -1303,4 +1310,940 @@ fn generated_templates_match_go() {
     print_summary("generated", &summary, &report);
     println!("   time: {:?} (Go oracle {go_time:?})", started.elapsed());
     assert_summary("generated", &summary, MIN_EXACT_ERRORS_GENERATED);
+}
+
+// --- proptest-generated templates ----------------------------------------------------------
+
+/// Templates and data generated with proptest strategies: an abstract syntax (actions,
+/// pipelines, `if`/`else if`/`else`, `range` and `with` with and without variables, variable
+/// declarations and assignments, `define`/`template`, comments, `break`/`continue`, whitespace
+/// trimming) printed to text with the variables in scope, over random JSON data. A batch of
+/// `PROPTEST_CASES` trees is drawn from a ChaCha RNG seeded with `PROPTEST_SEED` (both
+/// overridable: `ORACLE_PROPTEST_CASES`, `ORACLE_PROPTEST_SEED`, decimal or `0x` hex) and sent to
+/// Go in one oracle run. Failing cases are then shrunk with proptest's value trees, one oracle
+/// run per step (`ORACLE_PROPTEST_SHRINK=0` turns that off), and reported minimal.
+mod prop_gen {
+    use proptest::collection::{btree_map, vec};
+    use proptest::option;
+    use proptest::prelude::*;
+    use proptest::sample::select;
+
+    use super::{FUNCS, KEYS, LITERALS, NESTED_KEYS, NUMBERS, STRINGS, TEXTS, Want};
+
+    /// Functions beyond the fixed-seed generator's `FUNCS` (builtins with other arities and
+    /// `printf` verbs, and more sprig): name with fixed leading arguments, operands, their kind.
+    /// All deterministic (no random, time, network or map-order dependent output).
+    pub const MORE_FUNCS: &[(&str, usize, Want)] = &[
+        ("lt", 2, Want::Any),
+        ("le", 2, Want::Any),
+        ("gt", 2, Want::Any),
+        ("ge", 2, Want::Any),
+        ("eq", 3, Want::Any),
+        ("and", 3, Want::Any),
+        ("or", 1, Want::Any),
+        ("not", 2, Want::Any),
+        ("index", 1, Want::Any),
+        ("index", 3, Want::Any),
+        ("slice", 2, Want::Any),
+        ("len", 2, Want::Any),
+        ("call", 1, Want::Any),
+        ("print", 0, Want::Any),
+        ("print", 3, Want::Any),
+        ("println", 2, Want::Any),
+        ("html", 2, Want::Any),
+        ("urlquery", 2, Want::Any),
+        ("printf \"%q\"", 1, Want::Any),
+        ("printf \"%x|%X\"", 2, Want::Any),
+        ("printf \"%5.2f\"", 1, Want::Any),
+        ("printf \"%T\"", 1, Want::Any),
+        ("printf \"%d\"", 1, Want::Any),
+        ("printf \"%+v|%#v\"", 2, Want::Any),
+        ("printf \"%-4s|%04d\"", 2, Want::Any),
+        ("printf \"%e %g\"", 2, Want::Any),
+        ("printf \"%t\"", 1, Want::Any),
+        ("printf \"%8.3v|\"", 1, Want::Any),
+        ("printf \"%[2]v-%[1]v\"", 2, Want::Any),
+        ("printf \"%v %v\"", 1, Want::Any),
+        ("printf \"%%\"", 0, Want::Any),
+        ("printf \"%s\"", 1, Want::Any),
+        ("trimSuffix \"a\"", 1, Want::Str),
+        ("hasPrefix \"h\"", 1, Want::Str),
+        ("cat", 2, Want::Any),
+        ("nospace", 1, Want::Str),
+        ("abbrev 5", 1, Want::Str),
+        ("wrap 3", 1, Want::Str),
+        ("snakecase", 1, Want::Str),
+        ("camelcase", 1, Want::Str),
+        ("kebabcase", 1, Want::Str),
+        ("swapcase", 1, Want::Str),
+        ("initials", 1, Want::Str),
+        ("plural \"one\" \"many\"", 1, Want::Any),
+        ("atoi", 1, Want::Str),
+        ("int64", 1, Want::Any),
+        ("floor", 1, Want::Any),
+        ("ceil", 1, Want::Any),
+        ("round", 2, Want::Any),
+        ("mul", 2, Want::Any),
+        ("div", 2, Want::Any),
+        ("mod", 2, Want::Any),
+        ("sub", 2, Want::Any),
+        ("min", 2, Want::Any),
+        ("addf", 2, Want::Any),
+        ("mulf", 2, Want::Any),
+        ("append", 2, Want::Any),
+        ("prepend", 2, Want::Any),
+        ("has", 2, Want::Any),
+        ("uniq", 1, Want::Any),
+        ("compact", 1, Want::Any),
+        ("reverse", 1, Want::Any),
+        ("last", 1, Want::Any),
+        ("rest", 1, Want::Any),
+        ("initial", 1, Want::Any),
+        ("concat", 2, Want::Any),
+        ("without", 2, Want::Any),
+        ("hasKey", 2, Want::Any),
+        ("get", 2, Want::Any),
+        ("pluck \"a\"", 2, Want::Any),
+        ("dig \"b\" \"a\" \"none\"", 1, Want::Any),
+        ("pick", 2, Want::Any),
+        ("omit", 2, Want::Any),
+        ("deepCopy", 1, Want::Any),
+        ("fromJson", 1, Want::Str),
+        ("toRawJson", 1, Want::Any),
+        ("b32enc", 1, Want::Str),
+        ("sha256sum", 1, Want::Str),
+        ("adler32sum", 1, Want::Str),
+        ("regexFind \"[0-9]+\"", 1, Want::Str),
+        ("regexMatch \"^h\"", 1, Want::Str),
+        ("regexReplaceAllLiteral \"l\"", 2, Want::Str),
+        ("base", 1, Want::Str),
+        ("dir", 1, Want::Str),
+        ("ext", 1, Want::Str),
+        ("clean", 1, Want::Str),
+        ("kindIs \"string\"", 1, Want::Any),
+        ("typeIs \"float64\"", 1, Want::Any),
+        ("deepEqual", 2, Want::Any),
+        ("seq", 1, Want::Any),
+        ("semverCompare \">1.0\"", 1, Want::Str),
+        ("ternary", 3, Want::Any),
+        ("coalesce", 3, Want::Any),
+        ("all", 2, Want::Any),
+        ("any", 2, Want::Any),
+        ("list", 0, Want::Any),
+        ("dict", 0, Want::Any),
+        ("dict \"a\" 1 \"b\"", 1, Want::Any),
+        ("set (dict \"z\" 1) \"k\"", 1, Want::Any),
+        ("merge (dict \"z\" 1)", 1, Want::Any),
+        ("quote", 2, Want::Any),
+        ("trunc -2", 1, Want::Str),
+        ("splitn \",\" 2", 1, Want::Str),
+        ("join \"-\"", 1, Want::Any),
+        ("b32dec", 1, Want::Str),
+        ("toDecimal", 1, Want::Any),
+    ];
+
+    const MORE_LITERALS: &[&str] = &[
+        "nil",
+        "`raw`",
+        "1_000",
+        "0b101",
+        "0o17",
+        "1e-7",
+        "-0.0",
+        "'\\n'",
+        "\"\\t\\u00e9\"",
+        "0x1p-2",
+        "1e21",
+        "123456789012",
+        "-2.5",
+        "\"1.5\"",
+        "\"%d\"",
+        "\"h,e,l\"",
+    ];
+
+    const MORE_TEXTS: &[&str] = &["  ", "\n\n", "x\t", "ü", "}}", "-", "\r\n"];
+
+    /// Range sources that find something (or nothing) in the generated data.
+    const RANGE_SOURCES: &[&str] = &[
+        ".items",
+        ".list",
+        ".map",
+        ".a",
+        ".s",
+        "(list 1 \"two\" 3.5)",
+        "(splitList \",\" \"p,q\")",
+        "(dict \"b\" 2 \"a\" 1)",
+        "(until 3)",
+        ".nil",
+        ".missing",
+        "$",
+        ".",
+    ];
+
+    fn func(i: usize) -> (&'static str, usize, Want) {
+        if i < FUNCS.len() {
+            FUNCS[i]
+        } else {
+            MORE_FUNCS[(i - FUNCS.len()) % MORE_FUNCS.len()]
+        }
+    }
+
+    fn funcs_len() -> usize {
+        FUNCS.len() + MORE_FUNCS.len()
+    }
+
+    /// An operand.
+    #[derive(Clone, Debug)]
+    pub enum Arg {
+        Dot,
+        /// `.a`, `.map.b.a`, ...
+        Field(String),
+        /// `$.a`
+        RootField(&'static str),
+        /// A variable in scope (by index; `$` when none), with an optional field.
+        Var(usize, Option<&'static str>),
+        Lit(&'static str),
+        Paren(Box<Pipe>),
+        /// `(pipeline).field`
+        ParenField(Box<Pipe>, &'static str),
+    }
+
+    /// A command: a function (index into `FUNCS` + `MORE_FUNCS`) with operands, or an operand.
+    #[derive(Clone, Debug)]
+    pub struct Cmd {
+        pub func: Option<usize>,
+        /// Whether operands of string or bool functions are converted (`toString`, `empty`).
+        pub convert: bool,
+        pub args: Vec<Arg>,
+    }
+
+    #[derive(Clone, Debug)]
+    pub struct Pipe(pub Vec<Cmd>);
+
+    /// Trim markers of a node's delimiters: two bits a marker, both set trims (1 in 4).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Trims(pub u32);
+
+    #[derive(Clone, Debug)]
+    pub enum Node {
+        Text(&'static str),
+        Action(Trims, Pipe),
+        /// `{{ $vN := pipe }}`
+        Decl(Trims, Pipe),
+        /// `{{ $v = pipe }}` of a variable in scope (a declaration when there is none).
+        Assign(Trims, usize, Pipe),
+        If(Trims, Pipe, Vec<Node>, Vec<(Pipe, Vec<Node>)>, Option<Vec<Node>>),
+        /// Source (`None`: a pipeline), the pipeline, declared variables (0, 1 or 2), body, else.
+        Range(
+            Trims,
+            Option<&'static str>,
+            Pipe,
+            u8,
+            Vec<Node>,
+            Option<Vec<Node>>,
+        ),
+        With(Trims, bool, Pipe, Vec<Node>, Option<Vec<Node>>),
+        Comment(Trims),
+        /// `{{if cond}}{{break}}{{end}}` (or `continue`), in a range only.
+        Jump(bool, Arg),
+        /// `{{template "dN" pipe}}`
+        Call(Trims, usize, Option<Pipe>),
+    }
+
+    /// A template: `{{define "dN"}}...{{end}}` blocks and the body.
+    #[derive(Clone, Debug)]
+    pub struct Tpl {
+        pub defines: Vec<Vec<Node>>,
+        pub body: Vec<Node>,
+    }
+
+    fn field_path() -> impl Strategy<Value = String> {
+        prop_oneof![
+            select(KEYS).prop_map(|k| format!(".{k}")),
+            select(&["x", "b", "v", "b.a", "zz"][..]).prop_map(|k| format!(".map.{k}")),
+            (select(KEYS), select(NESTED_KEYS)).prop_map(|(a, b)| format!(".{a}.{b}")),
+            Just(".missing".to_string()),
+            Just(".items.x".to_string()),
+        ]
+    }
+
+    fn arg_leaf() -> impl Strategy<Value = Arg> {
+        prop_oneof![
+            2 => Just(Arg::Dot),
+            6 => field_path().prop_map(Arg::Field),
+            2 => select(KEYS).prop_map(Arg::RootField),
+            3 => (any::<usize>(), option::weighted(0.15, select(NESTED_KEYS)))
+                .prop_map(|(i, f)| Arg::Var(i, f)),
+            5 => select(LITERALS).prop_map(Arg::Lit),
+            2 => select(MORE_LITERALS).prop_map(Arg::Lit),
+        ]
+    }
+
+    fn cmd_of(arg: BoxedStrategy<Arg>) -> impl Strategy<Value = Cmd> {
+        (
+            option::weighted(0.55, 0..funcs_len()),
+            proptest::bool::weighted(0.75),
+            vec(arg, 1..4),
+        )
+            .prop_map(|(func, convert, args)| Cmd {
+                func,
+                convert,
+                args,
+            })
+    }
+
+    fn pipe_of(arg: BoxedStrategy<Arg>) -> impl Strategy<Value = Pipe> {
+        let chained = (
+            0..funcs_len(),
+            proptest::bool::weighted(0.75),
+            vec(arg.clone(), 0..3),
+        )
+            .prop_map(|(f, convert, args)| Cmd {
+                func: Some(f),
+                convert,
+                args,
+            });
+        (cmd_of(arg), vec(chained, 0..3)).prop_map(|(first, rest)| {
+            let mut cmds = vec![first];
+            cmds.extend(rest);
+            Pipe(cmds)
+        })
+    }
+
+    fn arg() -> BoxedStrategy<Arg> {
+        arg_leaf()
+            .prop_recursive(2, 12, 3, |inner| {
+                prop_oneof![
+                    4 => arg_leaf(),
+                    2 => pipe_of(inner.clone()).prop_map(|p| Arg::Paren(Box::new(p))),
+                    1 => (pipe_of(inner), select(NESTED_KEYS))
+                        .prop_map(|(p, f)| Arg::ParenField(Box::new(p), f)),
+                ]
+            })
+            .boxed()
+    }
+
+    fn pipe() -> BoxedStrategy<Pipe> {
+        pipe_of(arg()).boxed()
+    }
+
+    fn trims() -> impl Strategy<Value = Trims> {
+        any::<u32>().prop_map(Trims)
+    }
+
+    fn text() -> impl Strategy<Value = &'static str> {
+        prop_oneof![4 => select(TEXTS), 1 => select(MORE_TEXTS)]
+    }
+
+    fn node_leaf() -> BoxedStrategy<Node> {
+        prop_oneof![
+            28 => text().prop_map(Node::Text),
+            35 => (trims(), pipe()).prop_map(|(t, p)| Node::Action(t, p)),
+            6 => (trims(), pipe()).prop_map(|(t, p)| Node::Decl(t, p)),
+            3 => (trims(), any::<usize>(), pipe()).prop_map(|(t, v, p)| Node::Assign(t, v, p)),
+            3 => trims().prop_map(Node::Comment),
+            4 => (any::<bool>(), arg_leaf()).prop_map(|(b, a)| Node::Jump(b, a)),
+            3 => (trims(), any::<usize>(), option::weighted(0.7, pipe()))
+                .prop_map(|(t, i, p)| Node::Call(t, i, p)),
+        ]
+        .boxed()
+    }
+
+    fn nodes() -> BoxedStrategy<Vec<Node>> {
+        let node = node_leaf().prop_recursive(3, 32, 4, |inner| {
+            let body = vec(inner.clone(), 1..4);
+            let else_body = option::weighted(0.4, vec(inner, 1..3));
+            prop_oneof![
+                6 => node_leaf(),
+                2 => (
+                    trims(),
+                    pipe(),
+                    body.clone(),
+                    vec((pipe(), body.clone()), 0..2),
+                    else_body.clone(),
+                )
+                    .prop_map(|(t, c, b, elifs, e)| Node::If(t, c, b, elifs, e)),
+                2 => (
+                    trims(),
+                    option::weighted(0.6, select(RANGE_SOURCES)),
+                    pipe(),
+                    0u8..3,
+                    body.clone(),
+                    else_body.clone(),
+                )
+                    .prop_map(|(t, s, p, d, b, e)| Node::Range(t, s, p, d, b, e)),
+                1 => (trims(), proptest::bool::weighted(0.3), pipe(), body, else_body)
+                    .prop_map(|(t, d, p, b, e)| Node::With(t, d, p, b, e)),
+            ]
+        });
+        vec(node, 1..6).boxed()
+    }
+
+    pub fn template() -> impl Strategy<Value = Tpl> {
+        (
+            option::weighted(0.2, vec(nodes(), 1..3)),
+            nodes(),
+        )
+            .prop_map(|(defines, body)| Tpl {
+                defines: defines.unwrap_or_default(),
+                body,
+            })
+    }
+
+    fn json_leaf() -> impl Strategy<Value = serde_json::Value> {
+        use serde_json::Value as J;
+        prop_oneof![
+            1 => Just(J::Null),
+            1 => any::<bool>().prop_map(J::Bool),
+            3 => select(NUMBERS).prop_map(|n| serde_json::from_str(n).expect("number")),
+            1 => any::<i32>().prop_map(J::from),
+            1 => any::<i64>().prop_map(J::from),
+            1 => any::<f64>()
+                .prop_filter_map("finite", |f| serde_json::Number::from_f64(f).map(J::Number)),
+            1 => (-1e3..1e3f64).prop_filter_map("finite", |f| {
+                serde_json::Number::from_f64(f).map(J::Number)
+            }),
+            4 => select(STRINGS).prop_map(|s| J::String(s.to_string())),
+            2 => "[a-zA-Z0-9 ,.:/_-]{0,8}".prop_map(J::String),
+            1 => "\\PC{0,5}".prop_map(J::String),
+        ]
+    }
+
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        json_leaf().prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+                btree_map(select(NESTED_KEYS), inner, 0..4)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
+            ]
+        })
+    }
+
+    pub fn data() -> impl Strategy<Value = serde_json::Value> {
+        (
+            btree_map(select(KEYS), json_value(), 3..9),
+            proptest::bool::weighted(0.8),
+            proptest::bool::weighted(0.85),
+        )
+            .prop_map(|(m, items, map)| {
+                let mut m: serde_json::Map<String, serde_json::Value> =
+                    m.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                // Fixed shapes, so that ranges and nested fields find something.
+                if items {
+                    m.insert(
+                        "items".into(),
+                        serde_json::json!([{"name": "a", "v": 1}, {"name": "b", "v": 2.5, "x": [1, "y"]}, {"name": "c"}]),
+                    );
+                }
+                if map {
+                    m.insert(
+                        "map".into(),
+                        serde_json::json!({"x": "X", "b": {"a": 1}, "v": null}),
+                    );
+                }
+                serde_json::Value::Object(m)
+            })
+    }
+
+    /// A generated case: template and data.
+    pub fn case() -> impl Strategy<Value = (Tpl, serde_json::Value)> {
+        (template(), data())
+    }
+
+    // --- printing ------------------------------------------------------------------------
+
+    /// Prints a template, resolving variables against the declarations in scope.
+    pub fn print(t: &Tpl) -> String {
+        let mut out = String::new();
+        for (i, body) in t.defines.iter().enumerate() {
+            let mut p = Printer::new(Some(i), t.defines.len());
+            out.push_str(&format!("{{{{define \"d{i}\"}}}}"));
+            p.nodes(body, &mut out);
+            out.push_str("{{end}}");
+        }
+        let mut p = Printer::new(None, t.defines.len());
+        p.nodes(&t.body, &mut out);
+        out
+    }
+
+    struct Printer {
+        scopes: Vec<Vec<String>>,
+        in_range: usize,
+        next_var: usize,
+        /// The define being printed (`None`: the body), and how many there are.
+        define: Option<usize>,
+        defines: usize,
+    }
+
+    struct TrimBits(u32);
+
+    impl TrimBits {
+        fn take(&mut self) -> bool {
+            let trim = self.0 & 3 == 3;
+            self.0 = self.0.rotate_right(2);
+            trim
+        }
+        fn open(&mut self) -> &'static str {
+            if self.take() { "{{- " } else { "{{ " }
+        }
+        fn close(&mut self) -> &'static str {
+            if self.take() { " -}}" } else { " }}" }
+        }
+    }
+
+    impl Printer {
+        fn new(define: Option<usize>, defines: usize) -> Printer {
+            Printer {
+                scopes: vec![Vec::new()],
+                in_range: 0,
+                next_var: 0,
+                define,
+                defines,
+            }
+        }
+
+        fn fresh(&mut self, prefix: &str) -> String {
+            let v = format!("${prefix}{}", self.next_var);
+            self.next_var += 1;
+            v
+        }
+
+        fn visible(&self) -> Vec<&String> {
+            self.scopes.iter().flatten().collect()
+        }
+
+        fn nodes(&mut self, nodes: &[Node], out: &mut String) {
+            for n in nodes {
+                self.node(n, out);
+            }
+        }
+
+        fn body(&mut self, nodes: &[Node], vars: &[String], out: &mut String) {
+            self.scopes.push(vars.to_vec());
+            self.nodes(nodes, out);
+            self.scopes.pop();
+        }
+
+        fn else_part(&mut self, t: &mut TrimBits, e: &Option<Vec<Node>>, out: &mut String) {
+            if let Some(e) = e {
+                out.push_str(&format!("{}else{}", t.open(), t.close()));
+                // Outside the range's iterations: no break/continue.
+                let saved = std::mem::take(&mut self.in_range);
+                self.body(e, &[], out);
+                self.in_range = saved;
+            }
+        }
+
+        fn end(t: &mut TrimBits, out: &mut String) {
+            out.push_str(&format!("{}end{}", t.open(), t.close()));
+        }
+
+        fn node(&mut self, n: &Node, out: &mut String) {
+            match n {
+                Node::Text(s) => out.push_str(s),
+                Node::Action(t, p) => {
+                    let mut t = TrimBits(t.0);
+                    let p = self.pipe(p);
+                    out.push_str(&format!("{}{p}{}", t.open(), t.close()));
+                }
+                Node::Decl(t, p) => {
+                    let mut t = TrimBits(t.0);
+                    let p = self.pipe(p);
+                    let v = self.fresh("v");
+                    out.push_str(&format!("{}{v} := {p}{}", t.open(), t.close()));
+                    self.scopes.last_mut().expect("scope").push(v);
+                }
+                Node::Assign(t, i, p) => {
+                    let vars = self.visible();
+                    if vars.is_empty() {
+                        self.node(&Node::Decl(*t, p.clone()), out);
+                        return;
+                    }
+                    let v = vars[i % vars.len()].clone();
+                    let mut t = TrimBits(t.0);
+                    let p = self.pipe(p);
+                    out.push_str(&format!("{}{v} = {p}{}", t.open(), t.close()));
+                }
+                Node::If(t, cond, body, elifs, e) => {
+                    let mut t = TrimBits(t.0);
+                    let c = self.pipe(cond);
+                    out.push_str(&format!("{}if {c}{}", t.open(), t.close()));
+                    self.body(body, &[], out);
+                    for (cond, body) in elifs {
+                        let c = self.pipe(cond);
+                        out.push_str(&format!("{}else if {c}{}", t.open(), t.close()));
+                        self.body(body, &[], out);
+                    }
+                    self.else_part(&mut t, e, out);
+                    Self::end(&mut t, out);
+                }
+                Node::Range(t, source, p, decl, body, e) => {
+                    let mut t = TrimBits(t.0);
+                    let source = match source {
+                        Some(s) => s.to_string(),
+                        None => self.pipe(p),
+                    };
+                    let mut vars = Vec::new();
+                    let decl = match decl {
+                        0 => String::new(),
+                        1 => {
+                            let v = self.fresh("e");
+                            vars.push(v.clone());
+                            format!("{v} := ")
+                        }
+                        _ => {
+                            let (i, v) = (self.fresh("i"), self.fresh("e"));
+                            vars.extend([i.clone(), v.clone()]);
+                            format!("{i}, {v} := ")
+                        }
+                    };
+                    out.push_str(&format!("{}range {decl}{source}{}", t.open(), t.close()));
+                    self.in_range += 1;
+                    self.body(body, &vars, out);
+                    self.in_range -= 1;
+                    self.else_part(&mut t, e, out);
+                    Self::end(&mut t, out);
+                }
+                Node::With(t, decl, p, body, e) => {
+                    let mut t = TrimBits(t.0);
+                    let p = self.pipe(p);
+                    let mut vars = Vec::new();
+                    let decl = if *decl {
+                        let v = self.fresh("w");
+                        vars.push(v.clone());
+                        format!("{v} := ")
+                    } else {
+                        String::new()
+                    };
+                    out.push_str(&format!("{}with {decl}{p}{}", t.open(), t.close()));
+                    self.body(body, &vars, out);
+                    self.else_part(&mut t, e, out);
+                    Self::end(&mut t, out);
+                }
+                Node::Comment(t) => {
+                    let mut t = TrimBits(t.0);
+                    let open = if t.take() { "{{- " } else { "{{" };
+                    let close = if t.take() { " -}}" } else { "}}" };
+                    out.push_str(&format!("{open}/* comment */{close}"));
+                }
+                Node::Jump(brk, cond) => {
+                    if self.in_range == 0 {
+                        return;
+                    }
+                    let word = if *brk { "break" } else { "continue" };
+                    let c = self.arg(cond);
+                    out.push_str(&format!("{{{{if {c}}}}}{{{{{word}}}}}{{{{end}}}}"));
+                }
+                Node::Call(t, i, p) => {
+                    // Defines call only earlier defines (no recursion); the body may name one
+                    // that does not exist (an error).
+                    let n = match self.define {
+                        Some(0) => return,
+                        Some(d) => i % d,
+                        None => i % (self.defines + 1),
+                    };
+                    let mut t = TrimBits(t.0);
+                    let p = match p {
+                        Some(p) => format!(" {}", self.pipe(p)),
+                        None => String::new(),
+                    };
+                    out.push_str(&format!("{}template \"d{n}\"{p}{}", t.open(), t.close()));
+                }
+            }
+        }
+
+        fn pipe(&mut self, p: &Pipe) -> String {
+            let mut s = String::new();
+            for (i, c) in p.0.iter().enumerate() {
+                if i > 0 {
+                    s.push_str(" | ");
+                }
+                s.push_str(&self.cmd(c, i > 0));
+            }
+            s
+        }
+
+        fn cmd(&mut self, c: &Cmd, chained: bool) -> String {
+            let Some(f) = c.func else {
+                return self.arg(&c.args[0]);
+            };
+            let (name, argc, want) = func(f);
+            // A chained command gets the piped value as its last operand.
+            let argc = if chained { argc.saturating_sub(1) } else { argc };
+            let mut s = String::new();
+            if chained && c.convert {
+                if let Some(conv) = want.converter() {
+                    s.push_str(conv);
+                    s.push_str(" | ");
+                }
+            }
+            s.push_str(name);
+            for k in 0..argc {
+                let operand = match c.args.get(k % c.args.len().max(1)) {
+                    Some(a) => self.arg(a),
+                    None => ".".to_string(),
+                };
+                match want.converter().filter(|_| c.convert && !chained) {
+                    Some(conv) => s.push_str(&format!(" ({conv} {operand})")),
+                    None => {
+                        s.push(' ');
+                        s.push_str(&operand);
+                    }
+                }
+            }
+            s
+        }
+
+        fn arg(&mut self, a: &Arg) -> String {
+            match a {
+                Arg::Dot => ".".into(),
+                Arg::Field(f) => f.clone(),
+                Arg::RootField(k) => format!("$.{k}"),
+                Arg::Var(i, f) => {
+                    let vars = self.visible();
+                    let v = if vars.is_empty() {
+                        "$".to_string()
+                    } else {
+                        vars[i % vars.len()].clone()
+                    };
+                    match f {
+                        Some(f) => format!("{v}.{f}"),
+                        None => v,
+                    }
+                }
+                Arg::Lit(l) => (*l).to_string(),
+                Arg::Paren(p) => format!("({})", self.pipe(p)),
+                Arg::ParenField(p, f) => format!("({}).{f}", self.pipe(p)),
+            }
+        }
+    }
+}
+
+/// How many proptest cases, from which seed, and whether failures are shrunk.
+const PROPTEST_CASES: usize = 300;
+const PROPTEST_SEED: u64 = 0x5eed_0f_9e7a_11ed;
+/// At most this many failing cases are shrunk, each in at most this many oracle runs.
+const PROPTEST_SHRINK_CASES: usize = 3;
+const PROPTEST_SHRINK_STEPS: usize = 400;
+
+fn env_number(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok()?;
+    let v = v.trim().replace('_', "");
+    let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => v.parse(),
+    };
+    Some(parsed.unwrap_or_else(|e| panic!("{name}={v:?}: {e}")))
+}
+
+fn proptest_seed() -> u64 {
+    env_number("ORACLE_PROPTEST_SEED").unwrap_or(PROPTEST_SEED)
+}
+
+fn proptest_cases() -> usize {
+    env_number("ORACLE_PROPTEST_CASES").map_or(PROPTEST_CASES, |n| n as usize)
+}
+
+/// A deterministic proptest runner for `seed` (ChaCha, no persistence).
+fn proptest_runner(seed: u64) -> proptest::test_runner::TestRunner {
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let mut bytes = [0u8; 32];
+    for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(&seed.wrapping_add(i as u64).to_le_bytes());
+    }
+    let config = Config {
+        failure_persistence: None,
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+}
+
+/// The case for a generated template and data.
+fn proptest_case(i: usize, value: &(prop_gen::Tpl, serde_json::Value)) -> Case {
+    Case {
+        name: format!("prop-{i:04}"),
+        file: "proptest".into(),
+        template: prop_gen::print(&value.0),
+        data: serde_json::to_string(&value.1).expect("serialize"),
+        funcs: "sprig".into(),
+        ..Case::default()
+    }
+}
+
+/// Draws `n` value trees from the strategy.
+fn proptest_trees<S: proptest::strategy::Strategy>(
+    strategy: &S,
+    seed: u64,
+    n: usize,
+) -> Vec<S::Tree> {
+    let mut runner = proptest_runner(seed);
+    (0..n)
+        .map(|_| {
+            strategy
+                .new_tree(&mut runner)
+                .unwrap_or_else(|e| panic!("generating a case: {e}"))
+        })
+        .collect()
+}
+
+/// Go's results for a batch of cases (one oracle run), prepared for comparing.
+fn oracle_results(binary: &Path, cases: &[Case]) -> Vec<GoResult> {
+    let input: String = cases
+        .iter()
+        .map(|c| serde_json::to_string(c).expect("serialize") + "\n")
+        .collect();
+    let mut results = run_oracle(binary, &[], Some(input));
+    assert_eq!(results.len(), cases.len(), "the oracle answered every case");
+    skip_go_version_dependent(&mut results);
+    normalize_library_messages(&mut results);
+    for r in results.iter_mut().filter(|r| r.ok && !r.utf8) {
+        // The engine's output is a Rust string: Go's bytes that are not UTF-8 can not be
+        // compared byte for byte.
+        r.case.skip_if_different = "go-output-not-utf8".into();
+    }
+    results
+}
+
+/// Whether the engine's result for a Go result is a failure of the comparison.
+fn fails(go: &GoResult) -> Option<(Verdict, bool, String, String)> {
+    if !go.case.skip.is_empty() || go.phase == "data" {
+        return None;
+    }
+    let data = serde_json::from_str(&go.case.data).unwrap_or(serde_json::Value::Null);
+    let judged = judge(go, &data);
+    (judged.0.is_failure() && go.case.skip_if_different.is_empty()).then_some(judged)
+}
+
+/// Shrinks a failing case with its value tree: simplify while the comparison still fails
+/// (one oracle run a step), complicate when it passes. Returns the smallest failing case.
+fn shrink_with_oracle<T>(binary: &Path, name: &str, tree: &mut T) -> (Case, GoResult, usize)
+where
+    T: proptest::strategy::ValueTree<Value = (prop_gen::Tpl, serde_json::Value)>,
+{
+    let mut best = proptest_case(0, &tree.current());
+    best.name = name.to_string();
+    let mut best_go = oracle_results(binary, std::slice::from_ref(&best)).remove(0);
+    let mut steps = 0;
+    if !tree.simplify() {
+        return (best, best_go, steps);
+    }
+    while steps < PROPTEST_SHRINK_STEPS {
+        steps += 1;
+        let mut case = proptest_case(0, &tree.current());
+        case.name = name.to_string();
+        let go = oracle_results(binary, std::slice::from_ref(&case)).remove(0);
+        let still_fails = fails(&go).is_some();
+        if still_fails {
+            best = case;
+            best_go = go;
+            if !tree.simplify() {
+                break;
+            }
+        } else if !tree.complicate() {
+            break;
+        }
+    }
+    (best, best_go, steps)
+}
+
+/// The first `n` cases the proptest strategy draws from `seed`.
+fn proptest_cases_from(seed: u64, n: usize) -> Vec<Case> {
+    use proptest::strategy::ValueTree as _;
+    proptest_trees(&prop_gen::case(), seed, n)
+        .iter()
+        .enumerate()
+        .map(|(i, t)| proptest_case(i, &t.current()))
+        .collect()
+}
+
+#[test]
+fn proptest_templates_are_deterministic() {
+    let a = proptest_cases_from(PROPTEST_SEED, 50);
+    let b = proptest_cases_from(PROPTEST_SEED, 50);
+    assert!(
+        a.iter()
+            .zip(&b)
+            .all(|(x, y)| x.template == y.template && x.data == y.data)
+    );
+    // Another seed, other templates.
+    let c = proptest_cases_from(PROPTEST_SEED + 1, 50);
+    assert!(a.iter().zip(&c).any(|(x, y)| x.template != y.template));
+}
+
+#[test]
+fn proptest_templates_match_go() {
+    use proptest::strategy::ValueTree as _;
+    if !oracle_installed() {
+        println!("{SKIP_MESSAGE}");
+        return;
+    }
+    let started = Instant::now();
+    let seed = proptest_seed();
+    let n = proptest_cases();
+    println!(
+        "proptest: {n} cases from seed {seed:#x} (ORACLE_PROPTEST_SEED, ORACLE_PROPTEST_CASES)"
+    );
+    let binary = build_oracle();
+    let strategy = prop_gen::case();
+    let mut trees = proptest_trees(&strategy, seed, n);
+    let cases: Vec<Case> = trees
+        .iter()
+        .enumerate()
+        .map(|(i, t)| proptest_case(i, &t.current()))
+        .collect();
+    std::fs::create_dir_all(report_dir()).expect("create target/oracle");
+    let text: String = cases
+        .iter()
+        .map(|c| serde_json::to_string(c).expect("serialize") + "\n")
+        .collect();
+    std::fs::write(report_dir().join("proptest-cases.jsonl"), text).expect("write the cases");
+    let results = oracle_results(&binary, &cases);
+    let go_time = started.elapsed();
+    let go_ok = results.iter().filter(|r| r.ok).count();
+    println!(
+        "proptest: Go rendered {go_ok} of {} templates without error",
+        results.len()
+    );
+    assert!(
+        go_ok * 100 >= results.len() * 25,
+        "only {go_ok} proptest templates render in Go"
+    );
+
+    let summary = compare(&results);
+    let report = report_dir().join("last-proptest-report.jsonl");
+    write_report(&report, &summary);
+    print_summary("proptest", &summary, &report);
+    println!("   time: {:?} (Go oracle {go_time:?})", started.elapsed());
+
+    // Shrink the first failures to minimal templates, with Go deciding each step.
+    let shrink = env_number("ORACLE_PROPTEST_SHRINK").is_none_or(|v| v != 0);
+    let failing: Vec<usize> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| fails(r).is_some())
+        .map(|(i, _)| i)
+        .take(if shrink { PROPTEST_SHRINK_CASES } else { 0 })
+        .collect();
+    if !failing.is_empty() {
+        install_panic_capture();
+        CAPTURE_PANICS.with(|c| c.set(true));
+        for i in failing {
+            let (case, go, steps) =
+                shrink_with_oracle(&binary, &cases[i].name, &mut trees[i]);
+            let judged = fails(&go);
+            println!("-- {} shrunk in {steps} oracle runs:", case.name);
+            println!("   template: {:?}", case.template);
+            println!("   data:     {}", case.data);
+            if let Some((verdict, engine_ok, engine, go_text)) = judged {
+                println!("   [{}]", verdict.label());
+                println!("   go:     {} {go_text:?}", if go.ok { "output" } else { "error" });
+                println!(
+                    "   engine: {} {engine:?}",
+                    if engine_ok { "output" } else { "error" }
+                );
+            }
+        }
+        CAPTURE_PANICS.with(|c| c.set(false));
+    }
+    assert_summary("proptest", &summary, MIN_EXACT_ERRORS_GENERATED);
 }

@@ -197,3 +197,77 @@ mod tests {
         assert!(!is_config_map_key("").is_empty());
     }
 }
+
+/// Landscaper's `GenerateDataObjectName(context, name)`, the name of a DataObject or Target
+/// in a scope: a `#` prefix means "exactly this name"; at the root scope a valid DNS
+/// subdomain is used as it is; otherwise base32 (lower case, no padding) of
+/// SHA-1(`"<context>/<name>"`).
+pub fn generate_data_object_name(context: &str, name: &str) -> String {
+    if let Some(plain) = name.strip_prefix(super::constants::NON_CONTEXTIFIED_PREFIX) {
+        return plain.to_string();
+    }
+    if context.is_empty() && is_landscaper_subdomain(name) {
+        return name.to_string();
+    }
+    use sha1::Digest as _;
+    let digest = sha1::Sha1::digest(format!("{context}/{name}").as_bytes());
+    base32_lower_no_padding(&digest)
+}
+
+/// Landscaper's name regex `^([a-z0-9]|[a-z0-9][a-z0-9.-]*[a-z0-9])$` (no length limit).
+fn is_landscaper_subdomain(s: &str) -> bool {
+    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let b = s.as_bytes();
+    match b {
+        [] => false,
+        [c] => alnum(*c),
+        [first, middle @ .., last] => {
+            alnum(*first)
+                && alnum(*last)
+                && middle.iter().all(|c| alnum(*c) || *c == b'.' || *c == b'-')
+        }
+    }
+}
+
+fn base32_lower_no_padding(bytes: &[u8]) -> String {
+    let alphabet = super::constants::BASE32_ENCODE_STD_LOWER_CASE.as_bytes();
+    let mut out = String::with_capacity(bytes.len().div_ceil(5) * 8);
+    let mut buffer: u64 = 0;
+    let mut bits = 0u32;
+    for &byte in bytes {
+        buffer = (buffer << 8) | u64::from(byte);
+        bits += 8;
+        while bits >= 5 {
+            bits -= 5;
+            out.push(alphabet[((buffer >> bits) & 31) as usize] as char);
+        }
+    }
+    if bits > 0 {
+        out.push(alphabet[((buffer << (5 - bits)) & 31) as usize] as char);
+    }
+    out
+}
+
+#[cfg(test)]
+mod data_object_name_tests {
+    use super::generate_data_object_name;
+
+    #[test]
+    fn names_follow_landscaper() {
+        assert_eq!(generate_data_object_name("", "my-data"), "my-data");
+        assert_eq!(generate_data_object_name("Inst.x", "#global"), "global");
+                // Expected values from Python's base64.b32encode(hashlib.sha1(...)).lower().
+        assert_eq!(
+            generate_data_object_name("", "Not_Valid"),
+            "xizneb4gu6rrjgapv6edjp47bsa5xbvk"
+        );
+        assert_eq!(
+            generate_data_object_name("Inst.root", "db"),
+            "uy6qfybqipy7vuyunevyrrjktahxdccy"
+        );
+        assert_eq!(
+            generate_data_object_name("Exec.x", ""),
+            "unmw6qtw2uy6mwkxmxirr563pxppgajc"
+        );
+    }
+}

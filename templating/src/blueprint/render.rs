@@ -6,7 +6,9 @@
 //! GoTemplate executions are parsed with Landscaper's function map and executed with
 //! `missingkey=zero`; the output is YAML. A printed missing value (`<no value>`) anywhere in
 //! a deploy, export or subinstallation output is an error, as in Landscaper. Spiff executions
-//! run on the Spiff engine with the same bindings as values and the blueprint's files.
+//! run on the Spiff engine with the same bindings as values, the blueprint's files and
+//! Landscaper's Spiff functions (`getResource`, `getComponent`, `parseOCIRef`, `ociRefRepo`,
+//! `ociRefVersion`; [`spiff::landscaper_functions`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -21,7 +23,7 @@ use super::yaml::{Locator, PathSegment, display_path, parse_yaml, source_snippet
 use crate::gotemplate::funcs::{Components, landscaper_template_funcs};
 use crate::gotemplate::{FuncMap, Limits, Template, Value as GoValue};
 use crate::schema::format_violations;
-use crate::spiff::{self, SpiffOptions};
+use crate::spiff::{self, SpiffFunctions, SpiffOptions};
 
 /// The name executions are parsed under (Landscaper's `gotmpl.New("execution")`), so errors
 /// read `template: execution:LINE:COL: ...` as there.
@@ -324,6 +326,8 @@ struct Pass<'a> {
     go_data: Option<GoValue>,
     funcs: Option<FuncMap>,
     components: Components,
+    /// Landscaper's Spiff functions (`getResource`, `getComponent`, `parseOCIRef`, ...).
+    spiff_functions: Option<SpiffFunctions>,
     previous_state: &'a BTreeMap<String, Value>,
     state: BTreeMap<String, Value>,
 }
@@ -343,6 +347,7 @@ impl<'a> Pass<'a> {
             go_data: None,
             funcs: None,
             components,
+            spiff_functions: None,
             previous_state,
             state: BTreeMap::new(),
         }
@@ -465,7 +470,23 @@ impl<'a> Pass<'a> {
                 (doc, Some(text.clone()))
             }
         };
+        let functions = self
+            .spiff_functions
+            .get_or_insert_with(|| {
+                let null = Value::Null;
+                spiff::landscaper_functions(
+                    self.values.get("cd").unwrap_or(&null),
+                    self.values.get("components").unwrap_or(&null),
+                    self.blueprint
+                        .document()
+                        .annotations
+                        .get(spiff::OCM_SCHEMA_VERSION_ANNOTATION)
+                        .map(String::as_str),
+                )
+            })
+            .clone();
         let options = SpiffOptions {
+            functions,
             files: self.blueprint.fs().to_map(),
             ..SpiffOptions::default()
         };

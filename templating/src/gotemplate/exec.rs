@@ -685,11 +685,16 @@ impl<'a, 'h> State<'a, 'h> {
                 return Err(self.errorf(format_args!("{name} is not a method but has arguments")));
             }
             let iface = m.elem == Elem::Interface;
+            let is_struct = matches!(m.elem, Elem::Struct(_));
             return match m.borrow().get(name) {
                 Some(v) => Ok(Rv {
                     v: v.clone(),
                     iface,
                 }),
+                // A struct has its fields, no others.
+                None if is_struct => Err(self.errorf(format_args!(
+                    "can't evaluate field {name} in type {typ}"
+                ))),
                 None => match self.shared.limits.missing_key {
                     MissingKey::Invalid => Ok(Rv::INVALID),
                     MissingKey::Zero => Ok(Rv {

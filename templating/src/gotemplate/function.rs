@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::value::Value;
+use super::value::{Elem, Value};
 
 /// Why a function call failed. The engine wraps it as Go does:
 /// `template: NAME:LINE:COL: executing "NAME" at <fname>: error calling fname: MESSAGE`.
@@ -85,8 +85,8 @@ pub enum GoType {
     Time,
     /// `*semver.Version`
     Semver,
-    /// A named struct type that no template value has (e.g. sprig's `certificate`, whose
-    /// functions the appliance does not provide): every argument is of the wrong type.
+    /// A named struct type (sprig's `certificate`): only a value of that type is accepted (a
+    /// [`Value::Map`] whose element type is [`Elem::Struct`] of the same name).
     Struct(&'static str),
 }
 
@@ -120,6 +120,7 @@ impl GoType {
             | (GoType::Bool, Value::Bool(_))
             | (GoType::Time, Value::Time(_))
             | (GoType::Semver, Value::Semver(_)) => true,
+            (GoType::Struct(name), Value::Map(m)) => m.elem == Elem::Struct(name),
             (GoType::List | GoType::Map, v) => {
                 matches!(v, Value::List(_) | Value::Map(_))
                     && matches!(v, Value::List(_)) == (self == GoType::List)

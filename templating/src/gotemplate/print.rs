@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::value::Value;
+use super::value::{Elem, Value};
 
 /// Go's `fmt.Sprint`: operands formatted with `%v`, a space between two operands when neither
 /// is a string.
@@ -1121,6 +1121,24 @@ impl Printer {
                     }
                     self.buf.push(']');
                 }
+            }
+            Value::Map(st) if matches!(st.elem, Elem::Struct(_)) => {
+                // A Go struct (sprig's certificate): `{A B}`, `{F:A G:B}`, `T{F:"A", G:"B"}`.
+                if self.f.sharp_v {
+                    self.buf.push_str(st.type_name());
+                }
+                self.buf.push('{');
+                for (i, (field, item)) in st.borrow().iter().enumerate() {
+                    if i > 0 {
+                        self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
+                    }
+                    if self.f.plus_v || self.f.sharp_v {
+                        self.buf.push_str(field);
+                        self.buf.push(':');
+                    }
+                    self.print_value(item, verb, depth + 1);
+                }
+                self.buf.push('}');
             }
             Value::Map(m) => {
                 let m = m.borrow();

@@ -34,6 +34,11 @@ pub enum Elem {
     InterfaceSlice,
     /// `map[string]interface{}` (Landscaper's `getResources`).
     Map,
+    /// Not a collection: a Go struct of the named type with string fields, held as a map from
+    /// field name to value (field order is the names' order). Only sprig's `certificate`
+    /// (`Cert`, `Key`) is one. It prints as Go prints a struct, `typeOf` and `kindOf` name it,
+    /// and parameters of map type do not accept it.
+    Struct(&'static str),
 }
 
 /// A Go slice: its element type and items.
@@ -60,6 +65,7 @@ impl GoSlice {
             Elem::Int => "[]int",
             Elem::InterfaceSlice => "[][]interface {}",
             Elem::Map => "[]map[string]interface {}",
+            Elem::Struct(name) => name,
         }
     }
 }
@@ -85,6 +91,7 @@ impl GoMap {
     pub fn type_name(&self) -> &'static str {
         match self.elem {
             Elem::String => "map[string]string",
+            Elem::Struct(name) => name,
             _ => "map[string]interface {}",
         }
     }
@@ -220,6 +227,7 @@ impl Value {
             Value::Float(_) => "float64",
             Value::String(_) | Value::ByteString(_) => "string",
             Value::Bytes(_) | Value::List(_) => "slice",
+            Value::Map(m) if matches!(m.elem, Elem::Struct(_)) => "struct",
             Value::Map(_) => "map",
             Value::Time(_) => "struct",
             Value::Semver(_) => "ptr",

@@ -27,6 +27,7 @@ mod flow;
 mod funcs_ext;
 mod functions;
 mod gofmt;
+mod landscaper;
 mod md5;
 mod parser;
 mod semver;
@@ -39,6 +40,8 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
+
+pub use landscaper::{OCM_SCHEMA_VERSION_ANNOTATION, landscaper_functions};
 
 use env::{Env, State};
 use value::{Map, Node, Value};

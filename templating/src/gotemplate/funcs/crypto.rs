@@ -1,33 +1,163 @@
 //! sprig's crypto.go functions. Hashing lives in `encoding`; here are `bcrypt`, `htpasswd`,
-//! `derivePassword`, `encryptAES` and `decryptAES`. Key generation and X.509 certificates are
-//! not supported in the appliance and fail with a clear message.
+//! `derivePassword`, `encryptAES` and `decryptAES`, and the keys and certificates:
+//! `genPrivateKey` (RSA 4096, ECDSA P-256, Ed25519 or DSA keys as Go's PEM; an unknown type
+//! gives sprig's message as the result), `genCA`, `genCAWithKey`, `genSelfSignedCert`,
+//! `genSelfSignedCertWithKey`, `genSignedCert`, `genSignedCertWithKey` and `buildCustomCert`.
+//!
+//! The certificate functions return sprig's `certificate` struct (`.Cert` and `.Key`, PEM
+//! strings), a [`Value::Map`] whose element type is [`Elem::Struct`]: it prints as Go prints
+//! the struct (`{CERT KEY}`), `typeOf` is `sprig.certificate`, and only it is accepted where
+//! sprig wants a `certificate` (the CA of `genSignedCert`). Generated keys are RSA 2048 as in
+//! sprig; the `WithKey` variants take a PEM key (PKCS#1, SEC 1 or PKCS#8) and return it
+//! re-encoded as Go does. The X.509 details are in [`certs`].
+
+mod certs;
+mod der;
+mod pem;
+
+use std::collections::BTreeMap;
 
 use super::super::function::{Arity, FuncError, FuncMap};
-use super::super::value::Value;
+use super::super::value::{Elem, Value};
 
-/// The functions of sprig that the appliance does not provide, with their arity.
-pub const UNSUPPORTED: &[(&str, usize)] = &[
-    ("genPrivateKey", 1),
-    ("buildCustomCert", 2),
-    ("genCA", 2),
-    ("genCAWithKey", 3),
-    ("genSelfSignedCert", 4),
-    ("genSelfSignedCertWithKey", 5),
-    ("genSignedCert", 5),
-    ("genSignedCertWithKey", 6),
-];
+pub use certs::{Certificate, generate_private_key};
 
-pub fn unsupported(name: &str) -> FuncError {
-    FuncError::new(format!("{name} is not supported in the appliance"))
-}
+/// Go's name of sprig's certificate type.
+pub const CERTIFICATE_TYPE: &str = "sprig.certificate";
 
 pub fn register(m: &mut FuncMap) {
     register_cheap(m);
-    for &(name, arity) in UNSUPPORTED {
-        m.insert(name, Arity::Exact(arity), move |_, _| {
-            Err(unsupported(name))
-        });
+    register_certificates(m);
+}
+
+/// sprig's `certificate{Cert, Key}` as a template value.
+pub fn certificate_value(c: Certificate) -> Value {
+    let mut fields = BTreeMap::new();
+    fields.insert("Cert".to_string(), Value::from_bytes(c.cert));
+    fields.insert("Key".to_string(), Value::from_bytes(c.key));
+    Value::typed_map(Elem::Struct(CERTIFICATE_TYPE), fields)
+}
+
+/// The `certificate` argument of `genSignedCert` (the engine has checked its type).
+fn certificate_arg(v: &Value) -> Result<Certificate, FuncError> {
+    match v {
+        Value::Map(m) if m.elem == Elem::Struct(CERTIFICATE_TYPE) => {
+            let fields = m.borrow();
+            let field = |name: &str| {
+                fields
+                    .get(name)
+                    .and_then(Value::string_bytes)
+                    .unwrap_or_default()
+                    .to_vec()
+            };
+            Ok(Certificate {
+                cert: field("Cert"),
+                key: field("Key"),
+            })
+        }
+        other => Err(args::type_error(CERTIFICATE_TYPE, other)),
     }
+}
+
+/// sprig's `getNetIPs`.
+fn ips_arg(v: &Value) -> Result<Vec<Vec<u8>>, FuncError> {
+    args::list(v)?
+        .iter()
+        .map(|ip| {
+            let Some(text) = ip.string_bytes() else {
+                return Err(FuncError::new(format!(
+                    "error parsing ip: {} is not a string",
+                    super::super::print::format_value(ip)
+                )));
+            };
+            let text = String::from_utf8_lossy(text);
+            certs::parse_ip(&text)
+                .ok_or_else(|| FuncError::new(format!("error parsing ip: {text}")))
+        })
+        .collect()
+}
+
+/// sprig's `getAlternateDNSStrs` (names are text: Go's IA5String check rejects non-ASCII).
+fn dns_arg(v: &Value) -> Result<Vec<String>, FuncError> {
+    args::list(v)?
+        .iter()
+        .map(|name| match name.string_bytes() {
+            Some(b) => Ok(String::from_utf8_lossy(b).into_owned()),
+            None => Err(FuncError::new(format!(
+                "error processing alternate dns name: {} is not a string",
+                super::super::print::format_value(name)
+            ))),
+        })
+        .collect()
+}
+
+/// sprig's `getBaseCertTemplate` arguments: common name, IPs, DNS names and days.
+fn template_args(a: &[Value], is_ca: bool) -> Result<certs::Template, FuncError> {
+    Ok(certs::Template {
+        common_name: args::string_bytes(&a[0])?.to_vec(),
+        ips: ips_arg(&a[1])?,
+        dns_names: dns_arg(&a[2])?,
+        days_valid: args::int(&a[3])?,
+        is_ca,
+    })
+}
+
+fn rsa_2048() -> Result<certs::PrivateKey, FuncError> {
+    certs::generate_rsa(2048).map_err(|e| FuncError::new(format!("error generating rsa key: {e}")))
+}
+
+fn pem_key_arg(v: &Value) -> Result<certs::PrivateKey, FuncError> {
+    certs::parse_private_key_pem(args::string_bytes(v)?)
+        .map_err(|e| FuncError::new(format!("parsing private key: {e}")))
+}
+
+fn cert_result(r: Result<Certificate, String>) -> Result<Value, FuncError> {
+    r.map(certificate_value).map_err(FuncError::new)
+}
+
+fn register_certificates(m: &mut FuncMap) {
+    m.insert("genPrivateKey", Arity::Exact(1), |_, a| {
+        Ok(s(generate_private_key(&args::string(&a[0])?)))
+    });
+    m.insert("buildCustomCert", Arity::Exact(2), |_, a| {
+        cert_result(certs::build_custom_certificate(
+            args::string_bytes(&a[0])?,
+            args::string_bytes(&a[1])?,
+        ))
+    });
+    m.insert("genCA", Arity::Exact(2), |_, a| {
+        let (cn, days) = (args::string_bytes(&a[0])?.to_vec(), args::int(&a[1])?);
+        let key = rsa_2048()?;
+        cert_result(certs::certificate_authority(cn, days, &key))
+    });
+    m.insert("genCAWithKey", Arity::Exact(3), |_, a| {
+        let (cn, days) = (args::string_bytes(&a[0])?.to_vec(), args::int(&a[1])?);
+        let key = pem_key_arg(&a[2])?;
+        cert_result(certs::certificate_authority(cn, days, &key))
+    });
+    m.insert("genSelfSignedCert", Arity::Exact(4), |_, a| {
+        // sprig makes the key first; making it after the checks of the arguments is the same.
+        let template = template_args(a, false)?;
+        let key = rsa_2048()?;
+        cert_result(certs::self_signed_certificate(&template, &key))
+    });
+    m.insert("genSelfSignedCertWithKey", Arity::Exact(5), |_, a| {
+        let key = pem_key_arg(&a[4])?;
+        let template = template_args(a, false)?;
+        cert_result(certs::self_signed_certificate(&template, &key))
+    });
+    m.insert("genSignedCert", Arity::Exact(5), |_, a| {
+        let signer = certs::parse_signer(&certificate_arg(&a[4])?).map_err(FuncError::new)?;
+        let template = template_args(a, false)?;
+        let key = rsa_2048()?;
+        cert_result(certs::signed_certificate(&template, &key, &signer))
+    });
+    m.insert("genSignedCertWithKey", Arity::Exact(6), |_, a| {
+        let key = pem_key_arg(&a[5])?;
+        let signer = certs::parse_signer(&certificate_arg(&a[4])?).map_err(FuncError::new)?;
+        let template = template_args(a, false)?;
+        cert_result(certs::signed_certificate(&template, &key, &signer))
+    });
 }
 
 use aes::cipher::{BlockDecryptMut, BlockEncryptMut, KeyIvInit, block_padding::NoPadding};

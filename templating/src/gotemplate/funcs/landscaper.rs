@@ -108,21 +108,17 @@ pub fn landscaper(components: Components) -> FuncMap {
     let c = comps.clone();
     m.insert("getResource", Arity::AtLeast(0), move |_, a| {
         if matches!(c.cd, Value::Nil) {
-            return Err(FuncError::new(
-                "Unable to search for a resource as no ComponentDescriptor is defined.",
-            ));
+            return Err(FuncError::new(NO_CD_RESOURCE));
         }
-        let found = resolve(&c.cd, a, "resources")?;
+        let found = resolve_resources(&c.cd, a).map_err(FuncError::new)?;
         Ok(deep_copy(&found[0]))
     });
     let c = comps.clone();
     m.insert("getResources", Arity::AtLeast(0), move |_, a| {
         if matches!(c.cd, Value::Nil) {
-            return Err(FuncError::new(
-                "Unable to search for a resource as no ComponentDescriptor is defined.",
-            ));
+            return Err(FuncError::new(NO_CD_RESOURCE));
         }
-        let found = resolve(&c.cd, a, "resources")?;
+        let found = resolve_resources(&c.cd, a).map_err(FuncError::new)?;
         // Go: []map[string]interface{}.
         Ok(Value::typed_list(
             Elem::Map,
@@ -132,30 +128,12 @@ pub fn landscaper(components: Components) -> FuncMap {
     let c = comps.clone();
     m.insert("getComponent", Arity::AtLeast(0), move |_, a| {
         if matches!(c.cd, Value::Nil) {
-            return Err(FuncError::new(
-                "Unable to search for a component as no ComponentDescriptor is defined.",
-            ));
+            return Err(FuncError::new(NO_CD_COMPONENT));
         }
-        let refs = resolve(&c.cd, a, "componentReferences")?;
-        let r = &refs[0];
-        let field = |k: &str| match r {
-            Value::Map(m) => match m.borrow().get(k) {
-                Some(Value::String(v)) => v.to_string(),
-                _ => String::new(),
-            },
-            _ => String::new(),
-        };
-        let (cname, version) = (field("componentName"), field("version"));
-        for cd in component_list(&c.list) {
-            if cd_field(&cd, "name") == cname && cd_field(&cd, "version") == version {
-                return Ok(deep_copy(&cd));
-            }
-        }
-        Err(FuncError::new(format!(
-            "unable to resolve component {}:{}",
-            field("name"),
-            version
-        )))
+        // The component version's own schema version (the blueprint's `ocmSchemaVersion`
+        // annotation is not known here), which is always a valid one.
+        let cd = resolve_component(&c.cd, &c.list, None, a).map_err(FuncError::new)?;
+        Ok(deep_copy(&cd))
     });
     m.insert("getRepositoryContext", Arity::Exact(1), |_, a| {
         let cd = match &a[0] {
@@ -170,8 +148,9 @@ pub fn landscaper(components: Components) -> FuncMap {
         if schema_version(&cd).is_err() {
             return Ok(Value::empty_map());
         }
-        let ctxs = component(&cd)
-            .and_then(|c| c.borrow().get("repositoryContexts").cloned())
+        let ctxs = cd
+            .get("component")
+            .and_then(|c| c.get("repositoryContexts"))
             .unwrap_or(Value::Nil);
         Ok(match ctxs {
             Value::List(l) => match l.last() {
@@ -206,134 +185,237 @@ const PARAMS: &[(&str, &[GoType])] = &[
     ("ociRefVersion", &[GoType::String]),
 ];
 
-fn component(cd: &Value) -> Option<super::super::value::MapRef> {
-    let Value::Map(m) = cd else { return None };
-    match m.borrow().get("component") {
-        Some(Value::Map(c)) => Some(c.clone()),
-        _ => None,
+/// The message of `getResource` and `getResources` without a component descriptor.
+pub(crate) const NO_CD_RESOURCE: &str =
+    "Unable to search for a resource as no ComponentDescriptor is defined.";
+/// The message of `getComponent` without a component descriptor.
+pub(crate) const NO_CD_COMPONENT: &str =
+    "Unable to search for a component as no ComponentDescriptor is defined.";
+
+/// The data Landscaper's component functions read: Go template values (GoTemplate) or JSON
+/// (Spiff). The functions below implement Landscaper's `template/helper.go` once for both.
+pub(crate) trait CdData: Clone {
+    fn is_nil(&self) -> bool;
+    fn is_map(&self) -> bool;
+    /// The entry of a map.
+    fn get(&self, key: &str) -> Option<Self>;
+    /// A string's text.
+    fn text(&self) -> Option<String>;
+    /// A list's elements.
+    fn items(&self) -> Option<Vec<Self>>;
+    /// The entries of a map whose values are strings.
+    fn string_entries(&self) -> Vec<(String, String)>;
+}
+
+impl CdData for Value {
+    fn is_nil(&self) -> bool {
+        matches!(self, Value::Nil)
+    }
+    fn is_map(&self) -> bool {
+        matches!(self, Value::Map(_))
+    }
+    fn get(&self, key: &str) -> Option<Self> {
+        match self {
+            Value::Map(m) => m.borrow().get(key).cloned(),
+            _ => None,
+        }
+    }
+    fn text(&self) -> Option<String> {
+        match self {
+            Value::String(s) => Some(s.to_string()),
+            _ => None,
+        }
+    }
+    fn items(&self) -> Option<Vec<Self>> {
+        match self {
+            Value::List(l) => Some(l.to_vec()),
+            _ => None,
+        }
+    }
+    fn string_entries(&self) -> Vec<(String, String)> {
+        match self {
+            Value::Map(m) => m
+                .borrow()
+                .iter()
+                .filter_map(|(k, v)| v.text().map(|v| (k.clone(), v)))
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 }
 
-fn cd_field(cd: &Value, key: &str) -> String {
-    component(cd)
-        .and_then(|c| match c.borrow().get(key) {
-            Some(Value::String(v)) => Some(v.to_string()),
-            _ => None,
-        })
+impl CdData for serde_json::Value {
+    fn is_nil(&self) -> bool {
+        self.is_null()
+    }
+    fn is_map(&self) -> bool {
+        self.is_object()
+    }
+    fn get(&self, key: &str) -> Option<Self> {
+        self.as_object().and_then(|m| m.get(key)).cloned()
+    }
+    fn text(&self) -> Option<String> {
+        self.as_str().map(str::to_string)
+    }
+    fn items(&self) -> Option<Vec<Self>> {
+        self.as_array().cloned()
+    }
+    fn string_entries(&self) -> Vec<(String, String)> {
+        self.as_object()
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// `component.<key>` of a descriptor as a string ("" when missing).
+fn cd_field<T: CdData>(cd: &T, key: &str) -> String {
+    cd.get("component")
+        .and_then(|c| c.get(key))
+        .and_then(|v| v.text())
         .unwrap_or_default()
 }
 
-fn component_list(list: &Value) -> Vec<Value> {
-    match list {
-        Value::List(l) => l.to_vec(),
-        Value::Map(m) => match m.borrow().get("components") {
-            Some(Value::List(l)) => l.to_vec(),
-            _ => Vec::new(),
-        },
-        _ => Vec::new(),
-    }
+/// The descriptors of `.components`: a v2 `ComponentDescriptorList` (`{meta, components}`) or
+/// a plain list.
+fn component_list<T: CdData>(list: &T) -> Vec<T> {
+    list.items()
+        .or_else(|| list.get("components").and_then(|c| c.items()))
+        .unwrap_or_default()
 }
 
 /// `common.GetSchemaVersionFromMapCd`.
-fn schema_version(cd: &Value) -> Result<String, FuncError> {
-    if let Value::Map(m) = cd {
-        let m = m.borrow();
-        if let Some(Value::String(v)) = m.get("apiVersion") {
-            return Ok(v.to_string());
-        }
-        if let Some(Value::Map(meta)) = m.get("meta")
-            && let Some(Value::String(v)) = meta.borrow().get("schemaVersion")
-        {
-            return Ok(v.to_string());
-        }
-    }
-    Err(FuncError::new(
-        "unable to determine component descriptor schema version",
-    ))
+pub(crate) fn schema_version<T: CdData>(cd: &T) -> Result<String, String> {
+    cd.get("apiVersion")
+        .and_then(|v| v.text())
+        .or_else(|| cd.get("meta").and_then(|m| m.get("schemaVersion")?.text()))
+        .ok_or_else(|| "unable to determine component descriptor schema version".to_string())
 }
 
-/// `ResolveResources`/`ResolveComponents`: an optional descriptor first, then key/value pairs
-/// selecting by identity (`name` plus `extraIdentity`); no match is `NotFound`.
-fn resolve(default_cd: &Value, args: &[Value], field: &str) -> Result<Vec<Value>, FuncError> {
-    if args.len() < 2 {
-        return Err(FuncError::new("at least 2 arguments are expected"));
+/// `template.ResolveResources`: the resources of a component descriptor selected by identity.
+/// `args` is an optional descriptor (a map) followed by key/value pairs selecting on the
+/// resource identity (`name` plus `extraIdentity`); without a descriptor argument,
+/// `default_cd` is searched. No match is `NotFound`.
+pub(crate) fn resolve_resources<T: CdData>(default_cd: &T, args: &[T]) -> Result<Vec<T>, String> {
+    resolve(default_cd, args, "resources", NO_CD_RESOURCE)
+}
+
+/// `template.ResolveComponents` (first result): the component descriptor, from `list`, of the
+/// first component reference of the descriptor selected as in [`resolve_resources`]. Every
+/// selected reference must resolve. `ocm_schema_version` is the blueprint's
+/// `ocmSchemaVersion` (or `""` without one and without an installation component); `None`
+/// stands for the installation component's own version, which is always valid.
+pub(crate) fn resolve_component<T: CdData>(
+    default_cd: &T,
+    list: &T,
+    ocm_schema_version: Option<&str>,
+    args: &[T],
+) -> Result<T, String> {
+    let refs = resolve(default_cd, args, "componentReferences", NO_CD_COMPONENT)?;
+    let descriptors = component_list(list);
+    let mut found = Vec::with_capacity(refs.len());
+    for r in &refs {
+        let field = |k: &str| r.get(k).and_then(|v| v.text()).unwrap_or_default();
+        let (name, version) = (field("componentName"), field("version"));
+        let cd = descriptors
+            .iter()
+            .find(|cd| cd_field(*cd, "name") == name && cd_field(*cd, "version") == version)
+            .ok_or_else(|| format!("unable to resolve component {}:{version}", field("name")))?;
+        found.push(cd.clone());
     }
-    let (cd, pairs) = match &args[0] {
-        Value::Map(_) => {
-            let v = schema_version(&args[0])?;
-            if v != "v2" {
-                if v == "ocm.software/v3alpha1" {
-                    return Err(FuncError::new(
-                        "component descriptors of schema version ocm.software/v3alpha1 are not supported in the appliance",
-                    ));
-                }
-                return Err(FuncError::new("unknown schema version"));
+    // `ConvertCompDescV2ToMapCd` knows v2 and v3alpha1 (both come out as v2).
+    if let Some(v) = ocm_schema_version
+        && v != SCHEMA_VERSION_V2
+        && v != SCHEMA_VERSION_V3ALPHA1
+    {
+        return Err("unknown schema version".to_string());
+    }
+    Ok(found.swap_remove(0))
+}
+
+const SCHEMA_VERSION_V2: &str = "v2";
+const SCHEMA_VERSION_V3ALPHA1: &str = "ocm.software/v3alpha1";
+
+fn resolve<T: CdData>(
+    default_cd: &T,
+    args: &[T],
+    field: &str,
+    no_cd: &str,
+) -> Result<Vec<T>, String> {
+    if args.len() < 2 {
+        return Err("at least 2 arguments are expected".to_string());
+    }
+    // `getResource(cd, ...)` without a descriptor: Landscaper takes the nil for a key (an odd
+    // number of pairs, or a panic); say what is missing instead.
+    if args[0].is_nil() && default_cd.is_nil() {
+        return Err(no_cd.to_string());
+    }
+    let (cd, pairs) = if args[0].is_map() {
+        // `common.ConvertMapCdToCompDescV2`.
+        match schema_version(&args[0])?.as_str() {
+            SCHEMA_VERSION_V2 => {}
+            SCHEMA_VERSION_V3ALPHA1 => {
+                return Err(
+                    "component descriptors of schema version ocm.software/v3alpha1 are not supported in the appliance"
+                        .to_string(),
+                );
             }
-            (args[0].clone(), &args[1..])
+            _ => return Err("unknown schema version".to_string()),
         }
-        _ => (default_cd.clone(), args),
+        (&args[0], &args[1..])
+    } else {
+        (default_cd, args)
     };
     if pairs.len() % 2 != 0 {
-        return Err(FuncError::new("odd number of key value pairs"));
+        return Err("odd number of key value pairs".to_string());
     }
-    let mut selector = Vec::new();
+    // A Go map: a repeated key selects by its last value.
+    let mut selector = BTreeMap::new();
     for (i, pair) in pairs.chunks(2).enumerate() {
-        let key = match &pair[0] {
-            Value::String(k) => k.to_string(),
-            _ => {
-                return Err(FuncError::new(format!(
-                    "expect argument {} to be a string",
-                    i * 2
-                )));
-            }
-        };
-        let value = match &pair[1] {
-            Value::String(v) => v.to_string(),
-            _ => {
-                return Err(FuncError::new(format!(
-                    "expect argument {} to be a string",
-                    i * 2 + 1
-                )));
-            }
-        };
-        selector.push((key, value));
+        let key = pair[0]
+            .text()
+            .ok_or_else(|| format!("expect argument {} to be a string", i * 2))?;
+        let value = pair[1]
+            .text()
+            .ok_or_else(|| format!("expect argument {} to be a string", i * 2 + 1))?;
+        selector.insert(key, value);
     }
-    let items = component(&cd)
-        .and_then(|c| c.borrow().get(field).cloned())
-        .unwrap_or(Value::Nil);
-    let Value::List(items) = items else {
-        return Err(FuncError::new("NotFound"));
-    };
-    let found: Vec<Value> = items
-        .iter()
+    if cd.is_nil() {
+        return Err(no_cd.to_string());
+    }
+    let items = cd
+        .get("component")
+        .and_then(|c| c.get(field))
+        .and_then(|l| l.items())
+        .unwrap_or_default();
+    let found: Vec<T> = items
+        .into_iter()
         .filter(|item| {
             let identity = identity(item);
             selector
                 .iter()
                 .all(|(k, v)| identity.get(k).is_some_and(|x| x == v))
         })
-        .cloned()
         .collect();
     if found.is_empty() {
-        return Err(FuncError::new("NotFound"));
+        return Err("NotFound".to_string());
     }
     Ok(found)
 }
 
-fn identity(item: &Value) -> BTreeMap<String, String> {
-    let mut id = BTreeMap::new();
-    let Value::Map(m) = item else { return id };
-    let m = m.borrow();
-    if let Some(Value::Map(extra)) = m.get("extraIdentity") {
-        for (k, v) in extra.borrow().iter() {
-            if let Value::String(v) = v {
-                id.insert(k.clone(), v.to_string());
-            }
-        }
-    }
-    if let Some(Value::String(n)) = m.get("name") {
-        id.insert("name".to_string(), n.to_string());
-    }
+/// An element's identity: its `extraIdentity` and `name`.
+fn identity<T: CdData>(item: &T) -> BTreeMap<String, String> {
+    let mut id: BTreeMap<String, String> = item
+        .get("extraIdentity")
+        .map(|e| e.string_entries().into_iter().collect())
+        .unwrap_or_default();
+    id.insert(
+        "name".to_string(),
+        item.get("name").and_then(|n| n.text()).unwrap_or_default(),
+    );
     id
 }
 

@@ -1,0 +1,377 @@
+//! The deploy-item dispatcher: Landscaper's deployer contract for the built-in deployers, plus
+//! Landscaper's own pickup-timeout check for types no built-in deployer serves.
+//!
+//! ```text
+//! load DeployItem ─► resolve Target (+ Secret) and Context ─► contract::plan (pure)
+//!   Skip / Wait ─────────────────────────────────────────────► requeue or done
+//!   Conclude{status} ─────────────────────────────────────────► one transaction
+//!   CallReconcile ─► Deployer::reconcile ─► contract::apply_reconcile_result
+//!                        ─► one transaction: DeployItem (status, finalizer) + export Secret
+//!   CallDelete ─► Deployer::delete ─► contract::apply_delete_result
+//!                        ─► one transaction: finalizer removed (item gone) + export Secret deleted
+//! ```
+//!
+//! Every write carries the item's resourceVersion: if the Execution controller changed the
+//! item meanwhile (a new job, an interrupt), the commit conflicts and the item is looked at
+//! again from scratch.
+
+pub mod contract;
+pub mod export;
+pub mod target;
+
+use std::sync::Arc;
+
+use landscaper_deployers::{DeployRequest, Deployer};
+use landscaper_store::model::constants::{
+    DEFAULT_CONTEXT_NAME, LANDSCAPER_FINALIZER, OPERATION_ANNOTATION,
+};
+use landscaper_store::model::{
+    DeployItem, DeployItemStatus, DeployerInformation, ObjectReference, Secret, Target, from_value,
+};
+use landscaper_store::{Kind, ObjectKey, Transaction, object};
+use serde_json::Value;
+
+use self::contract::{
+    Decision, DeleteStep, Input, Plan, TargetLookup, Timeouts, deployer_short_name,
+    has_test_reconcile, is_job_finished,
+};
+use self::target::ResolvedTarget;
+use super::ControllerContext;
+use super::jobs;
+use super::runtime::{Outcome, ReconcileError, Reconciler};
+
+pub struct DeployItemReconciler {
+    context: ControllerContext,
+    /// Start of this process (Unix seconds), part of the deployers' identity as in Landscaper
+    /// (`<name>-<start time>`).
+    started: i64,
+}
+
+impl DeployItemReconciler {
+    pub fn new(context: ControllerContext) -> DeployItemReconciler {
+        let started = context.clock.now().as_second();
+        DeployItemReconciler { context, started }
+    }
+
+    fn timeouts(&self) -> Timeouts {
+        Timeouts {
+            pickup: self.context.config.pickup_timeout,
+            progressing: self.context.config.progressing_timeout,
+        }
+    }
+
+    /// `status.deployer` for a built-in deployer, named as Landscaper names its deployers
+    /// (`mock.deployer.landscaper.gardener.cloud`, ...).
+    pub fn deployer_information(&self, deployer_type: &str) -> DeployerInformation {
+        let name = format!(
+            "{}.deployer.landscaper.gardener.cloud",
+            deployer_short_name(deployer_type)
+        );
+        DeployerInformation {
+            identity: format!("{name}-{}", self.started),
+            name,
+            version: format!("v{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+
+    /// `spec.target` looked up in the item's namespace (as Landscaper does), with a `secretRef`
+    /// resolved.
+    fn lookup_target(&self, item: &DeployItem) -> Result<TargetLookup, ReconcileError> {
+        let Some(reference) = item.spec.target.as_ref().filter(|r| !r.name.is_empty()) else {
+            return Ok(TargetLookup::NotReferenced);
+        };
+        let namespace = item.metadata.namespace();
+        let key = ObjectKey::new(Kind::Target, namespace, &reference.name);
+        let Some(raw) = self.context.store.get(&key)? else {
+            return Ok(TargetLookup::NotFound);
+        };
+        let target: Target = match from_value(&raw) {
+            Ok(t) => t,
+            Err(e) => {
+                return Ok(TargetLookup::Unresolvable(format!(
+                    "target {namespace}/{}: {e}",
+                    reference.name
+                )));
+            }
+        };
+        let Some(secret_ref) = target.spec.secret_ref.clone() else {
+            return Ok(TargetLookup::Found(ResolvedTarget::inline(target)));
+        };
+        let key = ObjectKey::new(Kind::Secret, namespace, &secret_ref.name);
+        let secret: Secret = match self.context.store.get(&key)?.map(|v| from_value(&v)) {
+            Some(Ok(s)) => s,
+            Some(Err(e)) => {
+                return Ok(TargetLookup::Unresolvable(format!(
+                    "secret {namespace}/{}: {e}",
+                    secret_ref.name
+                )));
+            }
+            None => {
+                return Ok(TargetLookup::Unresolvable(format!(
+                    "unable to resolve target {namespace}/{}: secrets {:?} not found",
+                    reference.name, secret_ref.name
+                )));
+            }
+        };
+        Ok(match ResolvedTarget::from_secret(target, &secret) {
+            Ok(t) => TargetLookup::Found(t),
+            Err(e) => TargetLookup::Unresolvable(format!(
+                "unable to resolve target {namespace}/{}: {e}",
+                reference.name
+            )),
+        })
+    }
+
+    /// Why the item's Context cannot be loaded. The `default` Context is implicit in the
+    /// appliance (Landscaper creates one in every namespace), so only other names can miss.
+    fn context_error(&self, item: &DeployItem) -> Result<Option<String>, ReconcileError> {
+        let name = item
+            .spec
+            .context
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .unwrap_or(DEFAULT_CONTEXT_NAME);
+        if name == DEFAULT_CONTEXT_NAME {
+            return Ok(None);
+        }
+        let key = ObjectKey::new(Kind::Context, item.metadata.namespace(), name);
+        Ok(match self.context.store.get(&key)? {
+            Some(_) => None,
+            None => Some(format!("contexts.landscaper.gardener.cloud {name:?} not found")),
+        })
+    }
+
+    async fn commit(&self, tx: Transaction) -> Result<(), ReconcileError> {
+        if !tx.writes.is_empty() {
+            self.context.store.commit(tx).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes the item with `status` and the plan's metadata edits, if anything changed.
+    fn item_write(raw: &Value, status: &DeployItemStatus, plan: &Plan, tx: Transaction) -> Transaction {
+        let mut updated = jobs::with_status(raw.clone(), status);
+        if plan.add_finalizer {
+            jobs::add_finalizer(&mut updated, LANDSCAPER_FINALIZER);
+        }
+        if plan.remove_test_reconcile_annotation {
+            jobs::set_annotation(&mut updated, OPERATION_ANNOTATION, None);
+        }
+        if &updated == raw { tx } else { tx.update(updated) }
+    }
+
+    /// Removes the finalizer; when that removes the item, its export Secret goes with it (the
+    /// store has no garbage collector for owned objects).
+    fn removal(&self, raw: &Value, item: &DeployItem, plan: &Plan) -> Result<Transaction, ReconcileError> {
+        let mut updated = raw.clone();
+        if plan.remove_test_reconcile_annotation {
+            jobs::set_annotation(&mut updated, OPERATION_ANNOTATION, None);
+        }
+        jobs::remove_finalizer(&mut updated, LANDSCAPER_FINALIZER);
+        let mut tx = Transaction::new();
+        if &updated != raw {
+            tx = tx.update(updated.clone());
+        }
+        if object::finalizers(&updated).is_empty()
+            && let Some(reference) = item.status.as_ref().and_then(|s| s.export_reference.as_ref())
+        {
+            tx = self.export_deletion(item, reference, tx)?;
+        }
+        Ok(tx)
+    }
+
+    fn export_deletion(
+        &self,
+        item: &DeployItem,
+        reference: &ObjectReference,
+        tx: Transaction,
+    ) -> Result<Transaction, ReconcileError> {
+        let namespace = if reference.namespace.is_empty() {
+            item.metadata.namespace()
+        } else {
+            &reference.namespace
+        };
+        let key = ObjectKey::new(Kind::Secret, namespace, &reference.name);
+        let Some(secret) = self.context.store.get(&key)? else {
+            return Ok(tx);
+        };
+        let uid = item.metadata.uid.as_deref().unwrap_or_default();
+        if uid.is_empty() || !object::owner_uids(&secret).iter().any(|u| u == uid) {
+            // Not ours: leave it alone.
+            return Ok(tx);
+        }
+        let resource_version = object::resource_version(&secret).to_string();
+        Ok(tx.delete(key, Some(resource_version)))
+    }
+
+    async fn call_reconcile(
+        &self,
+        deployer: &Arc<dyn Deployer>,
+        raw: &Value,
+        item: &DeployItem,
+        target: &TargetLookup,
+        plan: &Plan,
+        status: DeployItemStatus,
+    ) -> Result<Outcome, ReconcileError> {
+        let mut picked = item.clone();
+        picked.status = Some(status.clone());
+        let result = deployer
+            .reconcile(DeployRequest {
+                item: &picked,
+                target: target.resolved().map(|t| &t.target),
+            })
+            .await;
+        if let Err(e) = &result {
+            tracing::info!(item = %key_of(item), error = %e, "deployer reconcile failed");
+        }
+        let now = self.context.clock.now();
+        let step = contract::apply_reconcile_result(&picked, status, result, now, self.timeouts());
+        let mut tx = Self::item_write(raw, &step.status, plan, Transaction::new());
+        if let Some((reference, value)) = &step.export {
+            let key = ObjectKey::new(Kind::Secret, &reference.namespace, &reference.name);
+            let existing = self.context.store.get(&key)?;
+            if let Some(secret) = export::export_secret(&picked, reference, value, existing.as_ref()) {
+                tx = if existing.is_some() {
+                    tx.update(secret)
+                } else {
+                    tx.create(secret)
+                };
+            }
+        }
+        self.commit(tx).await?;
+        Ok(outcome(step.requeue_after))
+    }
+
+    async fn call_delete(
+        &self,
+        deployer: &Arc<dyn Deployer>,
+        raw: &Value,
+        item: &DeployItem,
+        target: &TargetLookup,
+        plan: &Plan,
+        status: DeployItemStatus,
+    ) -> Result<Outcome, ReconcileError> {
+        let mut picked = item.clone();
+        picked.status = Some(status.clone());
+        let result = deployer
+            .delete(DeployRequest {
+                item: &picked,
+                target: target.resolved().map(|t| &t.target),
+            })
+            .await;
+        if let Err(e) = &result {
+            tracing::info!(item = %key_of(item), error = %e, "deployer delete failed");
+        }
+        let now = self.context.clock.now();
+        match contract::apply_delete_result(&picked, status, result, now, self.timeouts()) {
+            DeleteStep::Remove => {
+                let tx = self.removal(raw, item, plan)?;
+                self.commit(tx).await?;
+                Ok(Outcome::Done)
+            }
+            DeleteStep::Keep {
+                status,
+                requeue_after,
+            } => {
+                let tx = Self::item_write(raw, &status, plan, Transaction::new());
+                self.commit(tx).await?;
+                Ok(outcome(requeue_after))
+            }
+        }
+    }
+}
+
+fn outcome(requeue_after: Option<std::time::Duration>) -> Outcome {
+    requeue_after.map_or(Outcome::Done, Outcome::RequeueAfter)
+}
+
+fn key_of(item: &DeployItem) -> String {
+    format!("{}/{}", item.metadata.namespace(), item.metadata.name())
+}
+
+impl Reconciler for DeployItemReconciler {
+    const KIND: Kind = Kind::DeployItem;
+
+    async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
+        let Some(raw) = self.context.store.get(key)? else {
+            return Ok(Outcome::Done);
+        };
+        let item: DeployItem = match from_value(&raw) {
+            Ok(item) => item,
+            Err(e) => {
+                tracing::warn!(%key, error = %e, "unreadable deploy item");
+                return Ok(Outcome::Done);
+            }
+        };
+        let deployer = self.context.deployers.get(&item.spec.r#type).cloned();
+        let finished = item.status.as_ref().is_none_or(is_job_finished);
+        if finished && !(deployer.is_some() && has_test_reconcile(&item)) {
+            return Ok(Outcome::Done);
+        }
+
+        let target = self.lookup_target(&item)?;
+        let context_error = match deployer {
+            Some(_) => self.context_error(&item)?,
+            None => None,
+        };
+        let info = deployer
+            .as_ref()
+            .map(|d| self.deployer_information(d.deployer_type()));
+        let input = Input {
+            item: &item,
+            deployer: info.as_ref(),
+            target: &target,
+            context_error: context_error.as_deref(),
+            now: self.context.clock.now(),
+            timeouts: self.timeouts(),
+        };
+        let plan = contract::plan(&input, jobs::new_job_id);
+
+        match plan.decision.clone() {
+            Decision::Skip => Ok(Outcome::Done),
+            Decision::Wait {
+                requeue_after,
+                blocked_by,
+            } => {
+                if let Some(reason) = blocked_by {
+                    tracing::info!(%key, %reason, "deploy item waits for its target");
+                }
+                Ok(Outcome::RequeueAfter(requeue_after))
+            }
+            Decision::Conclude {
+                status,
+                conclusion,
+                requeue_after,
+            } => {
+                if let Some(e) = &status.last_error {
+                    tracing::info!(%key, ?conclusion, phase = ?status.phase, reason = %e.reason, message = %e.message, "deploy item concluded");
+                }
+                let tx = Self::item_write(&raw, &status, &plan, Transaction::new());
+                self.commit(tx).await?;
+                Ok(outcome(requeue_after))
+            }
+            Decision::RemoveFinalizerOnly { .. } => {
+                let tx = self.removal(&raw, &item, &plan)?;
+                self.commit(tx).await?;
+                Ok(Outcome::Done)
+            }
+            Decision::CallReconcile { status } => {
+                let Some(deployer) = deployer else {
+                    return Ok(Outcome::Done);
+                };
+                self.call_reconcile(&deployer, &raw, &item, &target, &plan, status)
+                    .await
+            }
+            Decision::CallDelete { status } => {
+                let Some(deployer) = deployer else {
+                    return Ok(Outcome::Done);
+                };
+                self.call_delete(&deployer, &raw, &item, &target, &plan, status)
+                    .await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

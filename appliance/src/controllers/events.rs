@@ -1,0 +1,198 @@
+//! From store changes to work-queue keys: an object's own key, and the objects that wait on
+//! it (a deploy item's Execution, an Execution's Installation, an Installation's parent, and
+//! the siblings of a removed Installation, which may wait for it in `InitDelete`).
+
+use std::time::Duration;
+
+use landscaper_store::model::constants::ENCOMPASSED_BY_LABEL;
+use landscaper_store::{Change, ChangeType, Kind, LabelSelector, ObjectKey, Store, object};
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+use super::Queues;
+
+/// The owner of `kind` named in the object's ownerReferences (same namespace).
+pub fn owner_of_kind(object: &Value, kind: Kind) -> Option<ObjectKey> {
+    let refs = object.pointer("/metadata/ownerReferences")?.as_array()?;
+    refs.iter().find_map(|r| {
+        (r.get("kind").and_then(Value::as_str) == Some(kind.as_str())).then(|| {
+            ObjectKey::new(
+                kind,
+                object::namespace(object),
+                r.get("name").and_then(Value::as_str).unwrap_or_default(),
+            )
+        })
+    })
+}
+
+/// Keys to look at because of one change (without the store lookups for siblings).
+pub fn keys_for_change(change: &Change) -> Vec<ObjectKey> {
+    let mut keys = Vec::new();
+    match change.key.kind {
+        Kind::Installation | Kind::Execution | Kind::DeployItem => keys.push(change.key.clone()),
+        _ => return keys,
+    }
+    let parent_kind = match change.key.kind {
+        Kind::DeployItem => Kind::Execution,
+        _ => Kind::Installation,
+    };
+    if let Some(owner) = owner_of_kind(&change.object, parent_kind) {
+        keys.push(owner);
+    }
+    keys
+}
+
+/// Installations that share a parent with `object` (roots: the roots of the namespace).
+pub fn siblings(store: &Store, object: &Value) -> Vec<ObjectKey> {
+    let namespace = object::namespace(object);
+    let parent = object::labels(object).get(ENCOMPASSED_BY_LABEL).cloned();
+    let Ok(list) = store.list(Kind::Installation, Some(namespace), &LabelSelector::default())
+    else {
+        return Vec::new();
+    };
+    list.items
+        .iter()
+        .filter(|o| object::labels(o).get(ENCOMPASSED_BY_LABEL) == parent.as_ref())
+        .filter(|o| object::name(o) != object::name(object))
+        .map(|o| ObjectKey::new(Kind::Installation, namespace, object::name(o)))
+        .collect()
+}
+
+/// Kubernetes' background cascading deletion: the objects owned by a removed object are
+/// deleted too (those with finalizers get their deletionTimestamp).
+async fn collect_garbage(store: &Store, removed: &Value) {
+    let uid = object::uid(removed);
+    if uid.is_empty() {
+        return;
+    }
+    let children = match store.children(uid) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(error = %e, "listing owned objects for garbage collection failed");
+            return;
+        }
+    };
+    for child in children {
+        // Only objects whose every owner is gone.
+        if object::owner_uids(&child).iter().any(|u| {
+            u != uid && store.get_by_uid(u).ok().flatten().is_some()
+        }) {
+            continue;
+        }
+        if object::deletion_timestamp(&child).is_some() {
+            continue;
+        }
+        let Ok(key) = object::key_of(&child) else {
+            continue;
+        };
+        // One transaction each: a child removed meanwhile must not block the others.
+        match store.commit(landscaper_store::Transaction::new().delete(key.clone(), None)).await {
+            Ok(_) | Err(landscaper_store::StoreError::NotFound { .. }) => {}
+            Err(e) => tracing::warn!(%key, error = %e, "garbage collection of an owned object failed"),
+        }
+    }
+}
+
+fn enqueue(queues: &Queues, key: ObjectKey) {
+    if let Some(q) = queues.for_kind(key.kind) {
+        q.add(key);
+    }
+}
+
+fn enqueue_all(store: &Store, queues: &Queues) {
+    for kind in [Kind::Installation, Kind::Execution, Kind::DeployItem] {
+        match store.list(kind, None, &LabelSelector::default()) {
+            Ok(list) => {
+                for o in &list.items {
+                    enqueue(
+                        queues,
+                        ObjectKey::new(kind, object::namespace(o), object::name(o)),
+                    );
+                }
+            }
+            Err(e) => tracing::error!(error = %e, %kind, "listing for a resync failed"),
+        }
+    }
+}
+
+/// Feeds the queues from the change feed until `cancel`: everything once at the start (jobs
+/// that were running when the process stopped continue), then by change, and everything again
+/// every `resync` and whenever the feed overflowed.
+pub async fn feed(store: Store, queues: Queues, resync: Duration, cancel: CancellationToken) {
+    let mut changes = store.subscribe();
+    enqueue_all(&store, &queues);
+    let mut resync_timer = tokio::time::interval(resync.max(Duration::from_secs(1)));
+    resync_timer.tick().await;
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = resync_timer.tick() => enqueue_all(&store, &queues),
+            received = changes.recv() => match received {
+                Ok(set) => {
+                    for change in &set.changes {
+                        for key in keys_for_change(change) {
+                            enqueue(&queues, key);
+                        }
+                        if change.change_type == ChangeType::Deleted {
+                            if change.key.kind == Kind::Installation {
+                                for key in siblings(&store, &change.object) {
+                                    enqueue(&queues, key);
+                                }
+                            }
+                            collect_garbage(&store, &change.object).await;
+                        }
+                    }
+                }
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "controllers fell behind the change feed; looking at everything");
+                    enqueue_all(&store, &queues);
+                }
+                Err(RecvError::Closed) => return,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn change(kind: Kind, object: Value) -> Change {
+        Change {
+            change_type: ChangeType::Modified,
+            key: ObjectKey::new(kind, "ns", object::name(&object)),
+            object,
+            previous_phase: None,
+        }
+    }
+
+    #[test]
+    fn deploy_item_changes_wake_their_execution_and_executions_their_installation() {
+        let di = json!({"metadata": {"name": "di", "namespace": "ns",
+            "ownerReferences": [{"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Execution", "name": "ex", "uid": "u"}]}});
+        assert_eq!(
+            keys_for_change(&change(Kind::DeployItem, di)),
+            vec![
+                ObjectKey::new(Kind::DeployItem, "ns", "di"),
+                ObjectKey::new(Kind::Execution, "ns", "ex")
+            ]
+        );
+        let ex = json!({"metadata": {"name": "ex", "namespace": "ns",
+            "ownerReferences": [{"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Installation", "name": "inst", "uid": "u"}]}});
+        assert_eq!(
+            keys_for_change(&change(Kind::Execution, ex)),
+            vec![
+                ObjectKey::new(Kind::Execution, "ns", "ex"),
+                ObjectKey::new(Kind::Installation, "ns", "inst")
+            ]
+        );
+    }
+
+    #[test]
+    fn other_kinds_wake_nothing() {
+        let t = json!({"metadata": {"name": "t", "namespace": "ns"}});
+        assert!(keys_for_change(&change(Kind::Target, t)).is_empty());
+    }
+}

@@ -1,0 +1,784 @@
+//! An installation's data: its blueprint, its import values read from its scope, the imports
+//! hash, the rendered subobjects (Execution spec, subinstallation templates) and its exports.
+//! Reading is done here; the phase handlers decide what to write.
+
+use std::collections::BTreeMap;
+
+use landscaper_store::model::constants::*;
+use landscaper_store::model::names::generate_data_object_name;
+use landscaper_store::model::{ConfigMap, Installation, Secret, from_value};
+use landscaper_store::{Kind, LabelSelector, ObjectKey, Store, object};
+use landscaper_templating::blueprint::{
+    Bindings, Blueprint, ExportBindings, ImportType, InstallationTemplate, construct_imports,
+    evaluate_import_data_mappings, parse_yaml, render_deploy_executions, render_export_executions,
+    render_import_executions, render_subinstallations, resolve_deploy_items,
+};
+use landscaper_templating::spiff::{self, SpiffOptions};
+use serde_json::{Map, Value, json};
+use sha2::Digest as _;
+
+use crate::controllers::lserror::{LsError, PhaseError};
+
+/// The scope an installation lives in: `""` for roots, `Inst.<parent>` for subinstallations.
+pub fn parent_scope(inst: &Installation) -> String {
+    match parent_name(inst) {
+        Some(p) => format!("{INSTALLATION_PREFIX}{p}"),
+        None => String::new(),
+    }
+}
+
+/// The scope an installation creates for its children and imports: `Inst.<name>`.
+pub fn own_scope(inst: &Installation) -> String {
+    format!(
+        "{INSTALLATION_PREFIX}{}",
+        inst.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// The parent installation's name (label `landscaper.gardener.cloud/encompassed-by`).
+pub fn parent_name(inst: &Installation) -> Option<&str> {
+    inst.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(ENCOMPASSED_BY_LABEL))
+        .map(String::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+pub fn name(inst: &Installation) -> &str {
+    inst.metadata.name.as_deref().unwrap_or_default()
+}
+
+pub fn namespace(inst: &Installation) -> &str {
+    inst.metadata.namespace.as_deref().unwrap_or("default")
+}
+
+fn fatal(op: &str, reason: &str, message: impl Into<String>) -> PhaseError {
+    PhaseError::Fatal(LsError::new(op, reason, message))
+}
+
+fn normal(op: &str, reason: &str, message: impl Into<String>) -> PhaseError {
+    PhaseError::Normal(LsError::new(op, reason, message))
+}
+
+fn store_error(op: &str, e: landscaper_store::StoreError) -> PhaseError {
+    normal(op, "Store", e.to_string())
+}
+
+/// The installation's blueprint (inline filesystem).
+pub fn load_blueprint(inst: &Installation) -> Result<Blueprint, PhaseError> {
+    const OP: &str = "InitPrerequisites";
+    let Some(fs) = inst
+        .spec
+        .blueprint
+        .inline
+        .as_ref()
+        .and_then(|i| i.filesystem.as_ref())
+    else {
+        if inst.spec.blueprint.reference.is_some() {
+            return Err(fatal(
+                OP,
+                "ResolveBlueprint",
+                "blueprint references (spec.blueprint.ref) need a component registry, which the appliance does not have: use spec.blueprint.inline.filesystem",
+            ));
+        }
+        return Err(fatal(
+            OP,
+            "ResolveBlueprint",
+            "spec.blueprint: neither inline nor ref is given",
+        ));
+    };
+    Blueprint::from_yamlfs(fs).map_err(|e| {
+        fatal(
+            OP,
+            "ResolveBlueprint",
+            format!("unable to read the inline blueprint: {e}"),
+        )
+    })
+}
+
+/// Names (in the parent scope) of the DataObjects and Targets an installation imports.
+pub fn imported_refs(inst: &Installation) -> (Vec<String>, Vec<String>) {
+    let data = inst
+        .spec
+        .data_imports()
+        .iter()
+        .filter_map(|i| i.data_ref.clone())
+        .collect();
+    let mut targets = Vec::new();
+    for t in inst.spec.target_imports() {
+        if let Some(x) = &t.target {
+            targets.push(x.clone());
+        }
+        targets.extend(t.targets.iter().flatten().cloned());
+        targets.extend(t.target_map.iter().flat_map(|m| m.values().cloned()));
+        if let Some(x) = &t.target_list_ref {
+            targets.push(x.clone());
+        }
+        if let Some(x) = &t.target_map_ref {
+            targets.push(x.clone());
+        }
+    }
+    (data, targets)
+}
+
+/// Whether `successor` imports something `inst` exports (Landscaper's `IsSuccessor`).
+pub fn is_successor(inst: &Installation, successor: &Installation) -> bool {
+    let (data, targets) = imported_refs(successor);
+    inst.spec
+        .data_exports()
+        .iter()
+        .any(|e| data.contains(&e.data_ref))
+        || inst
+            .spec
+            .target_exports()
+            .iter()
+            .any(|e| targets.contains(&e.target))
+}
+
+/// The other installations in the same scope.
+pub fn siblings(store: &Store, inst: &Installation) -> Result<Vec<Installation>, PhaseError> {
+    let list = store
+        .list(
+            Kind::Installation,
+            Some(namespace(inst)),
+            &LabelSelector::default(),
+        )
+        .map_err(|e| store_error("FetchSiblings", e))?;
+    let parent = parent_name(inst);
+    Ok(list
+        .items
+        .iter()
+        .filter_map(|v| from_value::<Installation>(v).ok())
+        .filter(|s| parent_name(s) == parent && name(s) != name(inst))
+        .collect())
+}
+
+/// Reads the values of the installation's imports from its scope: data imports from
+/// DataObjects (and, at the root, ConfigMaps and Secrets), target imports from Targets.
+/// Missing objects are a fatal error, as in Landscaper's `ImportsSatisfied`.
+pub fn read_import_values(
+    store: &Store,
+    inst: &Installation,
+) -> Result<Map<String, Value>, PhaseError> {
+    const OP: &str = "ImportsSatisfied";
+    let ns = namespace(inst);
+    let scope = parent_scope(inst);
+    let is_root = parent_name(inst).is_none();
+    let get = |kind: Kind, n: &str| -> Result<Option<Value>, PhaseError> {
+        store
+            .get(&ObjectKey::new(kind, ns, n))
+            .map_err(|e| store_error(OP, e))
+    };
+    let mut out = Map::new();
+    for imp in inst.spec.data_imports() {
+        let missing = |what: String| {
+            fatal(
+                OP,
+                "ImportsSatisfied",
+                format!("import {:?}: {what} not found", imp.name),
+            )
+        };
+        if let Some(r) = &imp.data_ref {
+            let object_name = generate_data_object_name(&scope, r);
+            let Some(o) = get(Kind::DataObject, &object_name)? else {
+                return Err(missing(format!("DataObject {r:?} ({ns}/{object_name})")));
+            };
+            out.insert(
+                imp.name.clone(),
+                o.get("data").cloned().unwrap_or(Value::Null),
+            );
+        } else if let Some(r) = &imp.secret_ref {
+            if !is_root {
+                return Err(fatal(
+                    OP,
+                    "ImportsSatisfied",
+                    format!(
+                        "import {:?}: secret imports are not allowed in subinstallations",
+                        imp.name
+                    ),
+                ));
+            }
+            let Some(o) = get(Kind::Secret, &r.name)? else {
+                return Err(missing(format!("Secret {ns}/{}", r.name)));
+            };
+            let secret: Secret =
+                from_value(&o).map_err(|e| fatal(OP, "ImportsSatisfied", e.to_string()))?;
+            out.insert(
+                imp.name.clone(),
+                key_values(
+                    &secret.decoded_data(),
+                    r.key.as_deref(),
+                    &imp.name,
+                    "Secret",
+                    &r.name,
+                )?,
+            );
+        } else if let Some(r) = &imp.config_map_ref {
+            if !is_root {
+                return Err(fatal(
+                    OP,
+                    "ImportsSatisfied",
+                    format!(
+                        "import {:?}: configmap imports are not allowed in subinstallations",
+                        imp.name
+                    ),
+                ));
+            }
+            let Some(o) = get(Kind::ConfigMap, &r.name)? else {
+                return Err(missing(format!("ConfigMap {ns}/{}", r.name)));
+            };
+            let cm: ConfigMap =
+                from_value(&o).map_err(|e| fatal(OP, "ImportsSatisfied", e.to_string()))?;
+            out.insert(
+                imp.name.clone(),
+                key_values(
+                    &cm.decoded_data(),
+                    r.key.as_deref(),
+                    &imp.name,
+                    "ConfigMap",
+                    &r.name,
+                )?,
+            );
+        }
+    }
+    let target = |import: &str, r: &str| -> Result<Value, PhaseError> {
+        let object_name = generate_data_object_name(&scope, r);
+        get(Kind::Target, &object_name)?.ok_or_else(|| {
+            fatal(
+                OP,
+                "ImportsSatisfied",
+                format!("import {import:?}: Target {r:?} ({ns}/{object_name}) not found"),
+            )
+        })
+    };
+    for imp in inst.spec.target_imports() {
+        let value = if let Some(t) = imp.target.as_deref().filter(|s| !s.is_empty()) {
+            target(&imp.name, t)?
+        } else if let Some(list) = &imp.targets {
+            Value::Array(
+                list.iter()
+                    .map(|t| target(&imp.name, t))
+                    .collect::<Result<_, _>>()?,
+            )
+        } else if let Some(map) = &imp.target_map {
+            let mut m = Map::new();
+            for (k, t) in map {
+                m.insert(k.clone(), target(&imp.name, t)?);
+            }
+            Value::Object(m)
+        } else if let Some(r) = &imp.target_list_ref {
+            let mut items = scoped_targets(store, ns, &scope, r, OP)?;
+            items.sort_by_key(|t| {
+                object::labels(t)
+                    .get(DATA_OBJECT_INDEX_LABEL)
+                    .and_then(|i| i.parse::<i64>().ok())
+                    .unwrap_or(0)
+            });
+            Value::Array(items)
+        } else if let Some(r) = &imp.target_map_ref {
+            let mut m = Map::new();
+            for t in scoped_targets(store, ns, &scope, r, OP)? {
+                let key = object::labels(&t)
+                    .get(DATA_OBJECT_TARGET_MAP_KEY_LABEL)
+                    .cloned()
+                    .unwrap_or_default();
+                m.insert(key, t);
+            }
+            Value::Object(m)
+        } else {
+            return Err(fatal(
+                OP,
+                "ImportsSatisfied",
+                format!("target import {:?}: no target given", imp.name),
+            ));
+        };
+        out.insert(imp.name.clone(), value);
+    }
+    Ok(out)
+}
+
+/// Targets published in `scope` under the logical name `key` (list and map imports).
+fn scoped_targets(
+    store: &Store,
+    ns: &str,
+    scope: &str,
+    key: &str,
+    op: &str,
+) -> Result<Vec<Value>, PhaseError> {
+    let selector = label_equals(DATA_OBJECT_KEY_LABEL, key);
+    let list = store
+        .list(Kind::Target, Some(ns), &selector)
+        .map_err(|e| store_error(op, e))?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|t| {
+            object::labels(t)
+                .get(DATA_OBJECT_CONTEXT_LABEL)
+                .map(String::as_str)
+                .unwrap_or_default()
+                == scope
+        })
+        .collect())
+}
+
+/// `key=value`; a value that is no valid label value matches everything (callers filter).
+pub fn label_equals(key: &str, value: &str) -> LabelSelector {
+    LabelSelector::parse(&format!("{key}={value}")).unwrap_or_default()
+}
+
+fn key_values(
+    data: &BTreeMap<String, Vec<u8>>,
+    key: Option<&str>,
+    import: &str,
+    kind: &str,
+    name: &str,
+) -> Result<Value, PhaseError> {
+    const OP: &str = "ImportsSatisfied";
+    let parse = |k: &str, bytes: &[u8]| -> Result<Value, PhaseError> {
+        parse_yaml(&String::from_utf8_lossy(bytes)).map_err(|e| {
+            fatal(
+                OP,
+                "ImportsSatisfied",
+                format!("import {import:?}: {kind} {name} key {k}: {e}"),
+            )
+        })
+    };
+    match key.filter(|k| !k.is_empty()) {
+        Some(k) => match data.get(k) {
+            Some(b) => parse(k, b),
+            None => Err(fatal(
+                OP,
+                "ImportsSatisfied",
+                format!("import {import:?}: {kind} {name} has no key {k:?}"),
+            )),
+        },
+        None => {
+            let mut m = Map::new();
+            for (k, b) in data {
+                m.insert(k.clone(), parse(k, b)?);
+            }
+            Ok(Value::Object(m))
+        }
+    }
+}
+
+/// A stable hash of the import values (and of the spec parts that shape them).
+pub fn imports_hash(values: &Map<String, Value>) -> String {
+    // serde_json's Map is ordered, so equal values serialise equally.
+    let text = serde_json::to_string(values).unwrap_or_default();
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The blueprint's `.imports` built from the import values: data mappings, defaults, schema
+/// validation and import executions.
+pub fn construct_blueprint_imports(
+    inst: &Installation,
+    blueprint: &Blueprint,
+    values: &Map<String, Value>,
+) -> Result<Bindings, PhaseError> {
+    const OP: &str = "ConstructImports";
+    let mapped = match inst.spec.import_data_mappings.as_ref() {
+        Some(m) if !m.is_empty() => evaluate_import_data_mappings(m, values).map_err(|e| {
+            fatal(
+                OP,
+                "ImportDataMappings",
+                format!("spec.importDataMappings: {e}"),
+            )
+        })?,
+        _ => Map::new(),
+    };
+    let imports = construct_imports(blueprint, values, &mapped)
+        .map_err(|e| fatal(OP, "ConstructImports", e.to_string()))?;
+    let mut bindings = Bindings::with_imports(imports);
+    bindings.blueprint_def = serde_json::to_value(&inst.spec.blueprint).ok();
+    if let Some(cd) = &inst.spec.component_descriptor {
+        bindings.component_descriptor_def = serde_json::to_value(cd).ok();
+        if let Some(inline) = &cd.inline {
+            bindings.cd = inline.clone();
+            bindings.components = json!({"meta": {"schemaVersion": "v2"}, "components": [inline]});
+        }
+    }
+    let executed = render_import_executions(blueprint, &bindings)
+        .map_err(|e| fatal(OP, "RenderImportExecutions", e.to_string()))?;
+    for (k, v) in executed.bindings {
+        bindings.imports.insert(k, v);
+    }
+    if !executed.errors.is_empty() {
+        return Err(fatal(
+            OP,
+            "RenderImportExecutions",
+            format!("import validation failed: {}", executed.errors.join(", ")),
+        ));
+    }
+    Ok(bindings)
+}
+
+/// The DataObjects and Targets that publish the blueprint imports into the installation's own
+/// scope, so that its children can import them.
+pub fn import_objects(
+    inst: &Installation,
+    inst_value: &Value,
+    blueprint: &Blueprint,
+    bindings: &Bindings,
+    job_id: &str,
+) -> Vec<Value> {
+    let scope = own_scope(inst);
+    let ns = namespace(inst);
+    let mut out = Vec::new();
+    let labels = |key: &str| {
+        let mut l = Map::new();
+        l.insert(DATA_OBJECT_CONTEXT_LABEL.into(), json!(scope));
+        l.insert(DATA_OBJECT_KEY_LABEL.into(), json!(key));
+        l.insert(DATA_OBJECT_SOURCE_LABEL.into(), json!(scope));
+        l.insert(
+            DATA_OBJECT_SOURCE_TYPE_LABEL.into(),
+            json!(DATA_OBJECT_SOURCE_TYPE_IMPORT),
+        );
+        l.insert(DATA_OBJECT_JOB_ID_LABEL.into(), json!(job_id));
+        l
+    };
+    let owner = crate::controllers::jobs::owner_reference(Kind::Installation, inst_value);
+    for def in blueprint.all_imports() {
+        let Some(value) = bindings.imports.get(&def.name) else {
+            continue;
+        };
+        match def.import_type() {
+            Some(ImportType::Data) => out.push(json!({
+                "apiVersion": Kind::DataObject.api_version(),
+                "kind": "DataObject",
+                "metadata": {
+                    "name": generate_data_object_name(&scope, &def.name),
+                    "namespace": ns,
+                    "labels": labels(&def.name),
+                    "annotations": {DATA_OBJECT_HASH_ANNOTATION: content_hash(value)},
+                    "ownerReferences": [owner.clone()],
+                },
+                "data": value,
+            })),
+            Some(ImportType::Target) => {
+                out.push(target_copy(
+                    value,
+                    &generate_data_object_name(&scope, &def.name),
+                    ns,
+                    labels(&def.name),
+                    &owner,
+                ));
+            }
+            Some(ImportType::TargetList) => {
+                for (i, t) in value.as_array().into_iter().flatten().enumerate() {
+                    let mut l = labels(&def.name);
+                    l.insert(DATA_OBJECT_INDEX_LABEL.into(), json!(i.to_string()));
+                    let n = generate_data_object_name(&scope, &format!("{}[{i}]", def.name));
+                    out.push(target_copy(t, &n, ns, l, &owner));
+                }
+            }
+            Some(ImportType::TargetMap) => {
+                for (k, t) in value.as_object().into_iter().flatten() {
+                    let mut l = labels(&def.name);
+                    l.insert(DATA_OBJECT_TARGET_MAP_KEY_LABEL.into(), json!(k));
+                    let n = generate_data_object_name(&scope, &format!("{}[{k}]", def.name));
+                    out.push(target_copy(t, &n, ns, l, &owner));
+                }
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+fn target_copy(
+    target: &Value,
+    name: &str,
+    ns: &str,
+    labels: Map<String, Value>,
+    owner: &Value,
+) -> Value {
+    json!({
+        "apiVersion": Kind::Target.api_version(),
+        "kind": "Target",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": labels,
+            "ownerReferences": [owner.clone()],
+        },
+        "spec": target.get("spec").cloned().unwrap_or(json!({})),
+    })
+}
+
+/// SHA-1 hex of the JSON of a value (annotation `data.landscaper.gardener.cloud/hash`).
+pub fn content_hash(value: &Value) -> String {
+    use sha1::Digest as _;
+    let digest = sha1::Sha1::digest(serde_json::to_string(value).unwrap_or_default().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the deploy executions and subinstallation executions rendered.
+pub struct RenderedSubobjects {
+    pub deploy_items: Vec<landscaper_store::model::DeployItemTemplate>,
+    pub subinstallations: Vec<InstallationTemplate>,
+}
+
+pub fn render_subobjects(
+    inst: &Installation,
+    blueprint: &Blueprint,
+    bindings: &Bindings,
+) -> Result<RenderedSubobjects, PhaseError> {
+    const OP: &str = "CreateImportsAndSubobjects";
+    let deploy = render_deploy_executions(blueprint, bindings)
+        .map_err(|e| fatal(OP, "ReconcileExecution", e.to_string()))?;
+    let deploy_items = resolve_deploy_items(
+        blueprint,
+        &bindings.imports,
+        namespace(inst),
+        &deploy.deploy_items,
+    )
+    .map_err(|e| fatal(OP, "ReconcileExecution", e.to_string()))?;
+    validate_deploy_item_names(&deploy_items).map_err(|m| fatal(OP, "ReconcileExecution", m))?;
+    let subs = render_subinstallations(blueprint, bindings)
+        .map_err(|e| fatal(OP, "EnsureSubinstallations", e.to_string()))?;
+    Ok(RenderedSubobjects {
+        deploy_items,
+        subinstallations: subs.subinstallations,
+    })
+}
+
+/// Landscaper's execution validation: unique names, known `dependsOn` entries, no cycles.
+pub fn validate_deploy_item_names(
+    items: &[landscaper_store::model::DeployItemTemplate],
+) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, item) in items.iter().enumerate() {
+        if !seen.insert(item.name.as_str()) {
+            return Err(format!(
+                "deployItems[{i}].name: Duplicate value: {:?}",
+                item.name
+            ));
+        }
+    }
+    for (i, item) in items.iter().enumerate() {
+        for (j, d) in item.depends_on.iter().flatten().enumerate() {
+            if !seen.contains(d.as_str()) {
+                return Err(format!(
+                    "deployItems[{i}].dependsOn[{j}]: Not found: {d:?}: deploy item does not exist"
+                ));
+            }
+        }
+    }
+    // Kahn's algorithm: whatever cannot be ordered is on a cycle.
+    let mut remaining: BTreeMap<&str, Vec<&str>> = items
+        .iter()
+        .map(|i| {
+            (
+                i.name.as_str(),
+                i.depends_on.iter().flatten().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    loop {
+        let ready: Vec<&str> = remaining
+            .iter()
+            .filter(|(_, deps)| deps.iter().all(|d| !remaining.contains_key(d)))
+            .map(|(n, _)| *n)
+            .collect();
+        if ready.is_empty() {
+            break;
+        }
+        for n in ready {
+            remaining.remove(n);
+        }
+    }
+    if !remaining.is_empty() {
+        let names: Vec<&str> = remaining.keys().copied().collect();
+        return Err(format!(
+            "deployItems: Forbidden: cyclic dependencies between deploy items: {}",
+            names.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The exports of an installation, from its deploy items' exports, the objects in its own
+/// scope and its imports, through the export executions and the export data mappings.
+pub fn construct_exports(
+    store: &Store,
+    inst: &Installation,
+    blueprint: &Blueprint,
+    bindings: &Bindings,
+) -> Result<Map<String, Value>, PhaseError> {
+    const OP: &str = "ConstructExports";
+    let ns = namespace(inst);
+    let scope = own_scope(inst);
+    // `.deployitems`: the execution's export DataObject.
+    let mut deploy_items = None;
+    if let Some(exec_ref) = inst
+        .status
+        .as_ref()
+        .and_then(|s| s.execution_reference.as_ref())
+    {
+        let exec = store
+            .get(&ObjectKey::new(Kind::Execution, ns, &exec_ref.name))
+            .map_err(|e| store_error(OP, e))?;
+        if let Some(r) = exec
+            .as_ref()
+            .and_then(|e| e.pointer("/status/exportRef/name"))
+            .and_then(Value::as_str)
+            && let Some(d) = store
+                .get(&ObjectKey::new(Kind::DataObject, ns, r))
+                .map_err(|e| store_error(OP, e))?
+        {
+            deploy_items = d.get("data").and_then(Value::as_object).cloned();
+        }
+    }
+    let mut data_objects = Map::new();
+    let mut targets = Map::new();
+    let in_scope = |kind: Kind| -> Result<Vec<Value>, PhaseError> {
+        let selector = label_equals(DATA_OBJECT_CONTEXT_LABEL, &scope);
+        store
+            .list(kind, Some(ns), &selector)
+            .map(|l| l.items)
+            .map_err(|e| store_error(OP, e))
+    };
+    for d in in_scope(Kind::DataObject)? {
+        if let Some(key) = object::labels(&d).get(DATA_OBJECT_KEY_LABEL) {
+            data_objects.insert(key.clone(), d.get("data").cloned().unwrap_or(Value::Null));
+        }
+    }
+    for t in in_scope(Kind::Target)? {
+        let labels = object::labels(&t);
+        if labels.contains_key(DATA_OBJECT_INDEX_LABEL)
+            || labels.contains_key(DATA_OBJECT_TARGET_MAP_KEY_LABEL)
+        {
+            continue;
+        }
+        if let Some(key) = labels.get(DATA_OBJECT_KEY_LABEL) {
+            targets.insert(key.clone(), t);
+        }
+    }
+    let export_bindings = ExportBindings {
+        base: bindings.clone(),
+        deploy_items,
+        data_objects,
+        targets,
+    };
+    let rendered = render_export_executions(blueprint, &export_bindings)
+        .map_err(|e| fatal(OP, "ExportExecutions", e.to_string()))?;
+    let mut exports = rendered.exports;
+    if let Some(mappings) = inst
+        .spec
+        .export_data_mappings
+        .as_ref()
+        .filter(|m| !m.is_empty())
+    {
+        let mappings: Map<String, Value> = mappings.clone().into_iter().collect();
+        let mapped = spiff::evaluate_data_mappings(&mappings, &exports, &SpiffOptions::default())
+            .map_err(|(k, e)| {
+                fatal(
+                    OP,
+                    "ExportDataMappings",
+                    format!("spec.exportDataMappings.{k}: {e}"),
+                )
+            })?;
+        for (k, v) in mapped {
+            exports.insert(k, v);
+        }
+    }
+    Ok(exports)
+}
+
+/// The DataObjects and Targets that publish an installation's exports into its parent scope.
+pub fn export_objects(
+    inst: &Installation,
+    inst_value: &Value,
+    exports: &Map<String, Value>,
+    job_id: &str,
+) -> Result<Vec<Value>, PhaseError> {
+    const OP: &str = "CreateOrUpdateExports";
+    let scope = parent_scope(inst);
+    let ns = namespace(inst);
+    let source = own_scope(inst);
+    let owner = crate::controllers::jobs::owner_reference(Kind::Installation, inst_value);
+    let labels = |key: &str| {
+        let mut l = Map::new();
+        if !scope.is_empty() {
+            l.insert(DATA_OBJECT_CONTEXT_LABEL.into(), json!(scope));
+        }
+        l.insert(DATA_OBJECT_KEY_LABEL.into(), json!(key));
+        l.insert(DATA_OBJECT_SOURCE_LABEL.into(), json!(source));
+        l.insert(
+            DATA_OBJECT_SOURCE_TYPE_LABEL.into(),
+            json!(DATA_OBJECT_SOURCE_TYPE_EXPORT),
+        );
+        l.insert(DATA_OBJECT_JOB_ID_LABEL.into(), json!(job_id));
+        l
+    };
+    let mut out = Vec::new();
+    for e in inst.spec.data_exports() {
+        let Some(value) = exports.get(&e.name) else {
+            return Err(fatal(
+                OP,
+                "ExportMissing",
+                format!(
+                    "export {:?} (dataRef {:?}) has no value: the blueprint's export executions or the exportDataMappings must produce it",
+                    e.name, e.data_ref
+                ),
+            ));
+        };
+        out.push(json!({
+            "apiVersion": Kind::DataObject.api_version(),
+            "kind": "DataObject",
+            "metadata": {
+                "name": generate_data_object_name(&scope, &e.data_ref),
+                "namespace": ns,
+                "labels": labels(&e.data_ref),
+                "annotations": {DATA_OBJECT_HASH_ANNOTATION: content_hash(value)},
+                "ownerReferences": [owner.clone()],
+            },
+            "data": value,
+        }));
+    }
+    for e in inst.spec.target_exports() {
+        let Some(value) = exports.get(&e.name) else {
+            return Err(fatal(
+                OP,
+                "ExportMissing",
+                format!(
+                    "target export {:?} (target {:?}) has no value",
+                    e.name, e.target
+                ),
+            ));
+        };
+        // A target template: {type, config | secretRef, labels, annotations}.
+        let mut spec = Map::new();
+        for k in ["type", "config", "secretRef"] {
+            if let Some(v) = value.get(k) {
+                spec.insert(k.into(), v.clone());
+            }
+        }
+        let mut l = labels(&e.target);
+        if let Some(extra) = value.get("labels").and_then(Value::as_object) {
+            for (k, v) in extra {
+                l.entry(k.clone()).or_insert(v.clone());
+            }
+        }
+        let mut metadata = json!({
+            "name": generate_data_object_name(&scope, &e.target),
+            "namespace": ns,
+            "labels": l,
+            "ownerReferences": [owner.clone()],
+        });
+        if let Some(a) = value.get("annotations").filter(|a| a.is_object()) {
+            metadata["annotations"] = a.clone();
+        }
+        out.push(json!({
+            "apiVersion": Kind::Target.api_version(),
+            "kind": "Target",
+            "metadata": metadata,
+            "spec": spec,
+        }));
+    }
+    Ok(out)
+}

@@ -1,0 +1,935 @@
+//! The installation controller: Landscaper's reconcile jobs and installation phases
+//! (`../seeds/000`, LANDSCAPER-FEATURES §B, §E, §F). Each step commits once; the decisions are
+//! the pure functions of [`machine`], the data work is in [`dataflow`].
+
+pub mod auto;
+pub mod dataflow;
+pub mod machine;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use landscaper_store::model::constants::*;
+use landscaper_store::model::{
+    DependentToTrigger, Execution, Installation, InstallationStatus, ObjectReference, Phase,
+    SubInstCache, SubNamePair, from_value,
+};
+use landscaper_store::{Kind, ObjectKey, Transaction, object};
+use serde_json::{Value, json};
+
+use self::dataflow::{name, namespace, parent_name};
+use self::machine::{ChildrenProgress, DeletionProgress, OrphanCleanup, PreAction};
+use super::jobs::{self, WaitIntervals, with_status};
+use super::lserror::{LsError, PhaseError};
+use super::runtime::{Outcome, ReconcileError, Reconciler};
+use super::ControllerContext;
+
+pub struct InstallationReconciler {
+    context: ControllerContext,
+    waits: WaitIntervals,
+}
+
+/// What a step asks for: another step at once, or the runtime's outcome.
+enum Next {
+    Continue,
+    Stop(Outcome),
+}
+
+impl InstallationReconciler {
+    pub fn new(context: ControllerContext) -> InstallationReconciler {
+        let waits = WaitIntervals::new(
+            context.config.wait_interval_min,
+            context.config.wait_interval_max,
+        );
+        InstallationReconciler { context, waits }
+    }
+
+    async fn commit(&self, tx: Transaction) -> Result<(), ReconcileError> {
+        if !tx.writes.is_empty() {
+            self.context.store.commit(tx).await?;
+        }
+        Ok(())
+    }
+
+    /// The subinstallations and the execution owned by `inst`.
+    fn children(
+        &self,
+        value: &Value,
+    ) -> Result<(Vec<(Value, Installation)>, Option<(Value, Execution)>), ReconcileError> {
+        let mut subs = Vec::new();
+        let mut execution = None;
+        for child in self.context.store.children(object::uid(value))? {
+            match object::kind_of(&child) {
+                Ok(Kind::Installation) => {
+                    if let Ok(i) = from_value::<Installation>(&child) {
+                        subs.push((child, i));
+                    }
+                }
+                Ok(Kind::Execution) => {
+                    if let Ok(e) = from_value::<Execution>(&child) {
+                        execution = Some((child, e));
+                    }
+                }
+                _ => {}
+            }
+        }
+        subs.sort_by(|a, b| object::name(&a.0).cmp(object::name(&b.0)));
+        Ok((subs, execution))
+    }
+
+    async fn step(&self, value: &Value, inst: &Installation) -> Result<Next, ReconcileError> {
+        let now = self.context.now();
+        let is_root = parent_name(inst).is_none();
+        let status = inst.status.clone().unwrap_or_default();
+        match machine::pre_action(inst, is_root) {
+            PreAction::AddReconcileAnnotation => {
+                let mut v = value.clone();
+                jobs::set_annotation(&mut v, OPERATION_ANNOTATION, Some(OPERATION_RECONCILE));
+                self.commit(Transaction::new().update(v)).await?;
+                Ok(Next::Continue)
+            }
+            PreAction::AddFinalizer => {
+                let mut v = value.clone();
+                jobs::add_finalizer(&mut v, LANDSCAPER_FINALIZER);
+                self.commit(Transaction::new().update(v)).await?;
+                Ok(Next::Continue)
+            }
+            PreAction::TriggerDependents(names) => {
+                self.trigger_dependents(value, inst, &status, &names).await?;
+                Ok(Next::Continue)
+            }
+            PreAction::Interrupt => {
+                self.interrupt(value).await?;
+                Ok(Next::Continue)
+            }
+            PreAction::RemoveReconcileAnnotation => {
+                let mut v = value.clone();
+                jobs::set_annotation(&mut v, OPERATION_ANNOTATION, None);
+                jobs::set_annotation(&mut v, RECONCILE_REASON_ANNOTATION, None);
+                self.commit(Transaction::new().update(v)).await?;
+                Ok(Next::Continue)
+            }
+            PreAction::StartJob => {
+                let mut status = status;
+                if auto::resets_on_start(inst) {
+                    status.automatic_reconcile_status = None;
+                }
+                let status = machine::start_job(&status, jobs::new_job_id(), &now);
+                let mut v = with_status(value.clone(), &status);
+                jobs::set_annotation(&mut v, OPERATION_ANNOTATION, None);
+                jobs::set_annotation(&mut v, RECONCILE_REASON_ANNOTATION, None);
+                self.commit(Transaction::new().update(v)).await?;
+                Ok(Next::Continue)
+            }
+            PreAction::RunPhases => self.run_phase(value, inst).await,
+            PreAction::Idle => {
+                let key = ObjectKey::new(Kind::Installation, namespace(inst), name(inst));
+                self.waits.forget(&key);
+                match auto::decide(inst, self.context.clock.now()) {
+                    auto::Decision::Nothing => Ok(Next::Stop(Outcome::Done)),
+                    auto::Decision::Wait(d) => Ok(Next::Stop(Outcome::RequeueAfter(d))),
+                    auto::Decision::Update {
+                        status: new_auto,
+                        annotate,
+                    } => {
+                        let mut s = status;
+                        s.automatic_reconcile_status = new_auto;
+                        let mut v = with_status(value.clone(), &s);
+                        if annotate {
+                            jobs::set_annotation(
+                                &mut v,
+                                OPERATION_ANNOTATION,
+                                Some(OPERATION_RECONCILE),
+                            );
+                            jobs::set_annotation(
+                                &mut v,
+                                RECONCILE_REASON_ANNOTATION,
+                                Some(RECONCILE_REASON_RETRY),
+                            );
+                        }
+                        self.commit(Transaction::new().update(v)).await?;
+                        Ok(Next::Continue)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Successors recorded at the end of the last job: roots get the reconcile annotation,
+    /// subinstallations a reconcile event.
+    async fn trigger_dependents(
+        &self,
+        value: &Value,
+        inst: &Installation,
+        status: &InstallationStatus,
+        names: &[String],
+    ) -> Result<(), ReconcileError> {
+        let mut tx = Transaction::new();
+        let mut wake = Vec::new();
+        for n in names {
+            let key = ObjectKey::new(Kind::Installation, namespace(inst), n);
+            let Some(mut sibling) = self.context.store.get(&key)? else {
+                continue;
+            };
+            let sibling_inst: Installation = match from_value(&sibling) {
+                Ok(i) => i,
+                Err(_) => continue,
+            };
+            if parent_name(&sibling_inst).is_none() {
+                if !machine::has_operation(&sibling_inst, OPERATION_RECONCILE) {
+                    jobs::set_annotation(&mut sibling, OPERATION_ANNOTATION, Some(OPERATION_RECONCILE));
+                    tx = tx.update(sibling);
+                }
+            } else {
+                wake.push(key);
+            }
+        }
+        let mut s = status.clone();
+        s.dependents_to_trigger = None;
+        tx = tx.update(with_status(value.clone(), &s));
+        self.commit(tx).await?;
+        if let Some(queues) = self.context.queues() {
+            for key in wake {
+                queues.installations.add(key);
+            }
+        }
+        Ok(())
+    }
+
+    /// The interrupt annotation moves from the installation to its execution and
+    /// subinstallations.
+    async fn interrupt(&self, value: &Value) -> Result<(), ReconcileError> {
+        let mut v = value.clone();
+        jobs::set_annotation(&mut v, OPERATION_ANNOTATION, None);
+        let mut tx = Transaction::new().update(v);
+        let (subs, execution) = self.children(value)?;
+        for (mut child, _) in subs {
+            jobs::set_annotation(&mut child, OPERATION_ANNOTATION, Some(OPERATION_INTERRUPT));
+            tx = tx.update(child);
+        }
+        if let Some((mut e, _)) = execution {
+            jobs::set_annotation(&mut e, OPERATION_ANNOTATION, Some(OPERATION_INTERRUPT));
+            tx = tx.update(e);
+        }
+        self.commit(tx).await
+    }
+
+    /// Writes `status` with `phase` (and on a final install phase the dependents to trigger).
+    async fn finish_step(
+        &self,
+        value: &Value,
+        inst: &Installation,
+        status: &InstallationStatus,
+        phase: Phase,
+        error: Option<&LsError>,
+        extra: Transaction,
+    ) -> Result<(), ReconcileError> {
+        let now = self.context.now();
+        let mut s = machine::set_phase(status, phase, error, &now);
+        if jobs::is_finished(s.job_id.as_deref(), s.job_id_finished.as_deref())
+            && !machine::is_deleting(inst)
+        {
+            let dependents = self.dependents(inst)?;
+            s.dependents_to_trigger = (!dependents.is_empty()).then_some(dependents);
+        }
+        let mut tx = extra;
+        tx.writes
+            .push(landscaper_store::Write::Update(with_status(value.clone(), &s)));
+        self.commit(tx).await
+    }
+
+    /// Siblings that import an export of `inst`.
+    fn dependents(&self, inst: &Installation) -> Result<Vec<DependentToTrigger>, ReconcileError> {
+        if inst
+            .spec
+            .optimization
+            .as_ref()
+            .and_then(|o| o.has_no_sibling_exports)
+            == Some(true)
+        {
+            return Ok(Vec::new());
+        }
+        let siblings = dataflow::siblings(&self.context.store, inst)
+            .map_err(|e| ReconcileError::Transient(e.error().to_string()))?;
+        Ok(siblings
+            .iter()
+            .filter(|s| dataflow::is_successor(inst, s))
+            .map(|s| DependentToTrigger {
+                name: name(s).to_string(),
+            })
+            .collect())
+    }
+
+    /// Records a phase error: a normal one keeps the phase and waits, a fatal one ends the
+    /// flow.
+    async fn on_error(
+        &self,
+        value: &Value,
+        inst: &Installation,
+        status: &InstallationStatus,
+        error: PhaseError,
+    ) -> Result<Next, ReconcileError> {
+        let current = status.phase.clone().unwrap_or(Phase::Init);
+        match error {
+            PhaseError::Normal(e) => {
+                let key = ObjectKey::new(Kind::Installation, namespace(inst), name(inst));
+                let wait = self.waits.next(&key, current.as_str());
+                let now = self.context.now();
+                let s = machine::set_phase(status, current, Some(&e), &now);
+                if Some(&s) != inst.status.as_ref() {
+                    self.commit(Transaction::new().update(with_status(value.clone(), &s)))
+                        .await?;
+                }
+                Ok(Next::Stop(Outcome::RequeueAfter(wait)))
+            }
+            PhaseError::Fatal(e) => {
+                let failed = if machine::is_deleting(inst) {
+                    Phase::DeleteFailed
+                } else {
+                    Phase::Failed
+                };
+                tracing::info!(installation = %format!("{}/{}", namespace(inst), name(inst)), error = %e, "installation failed");
+                self.finish_step(value, inst, status, failed, Some(&e), Transaction::new())
+                    .await?;
+                Ok(Next::Continue)
+            }
+        }
+    }
+
+    async fn run_phase(&self, value: &Value, inst: &Installation) -> Result<Next, ReconcileError> {
+        let now = self.context.now();
+        if let Some(s) = machine::enter_job(inst, &now) {
+            self.commit(Transaction::new().update(with_status(value.clone(), &s)))
+                .await?;
+            return Ok(Next::Continue);
+        }
+        let status = inst.status.clone().unwrap_or_default();
+        let job_id = status.job_id.clone().unwrap_or_default();
+        let phase = status.phase.clone().unwrap_or(Phase::Init);
+        let result: Result<(Phase, Transaction, InstallationStatus), PhaseError> = match phase {
+            Phase::Init => self.phase_init(value, inst, &status, &job_id),
+            Phase::CleanupOrphaned => {
+                let (subs, _) = self.children(value)?;
+                let deleting: Vec<Installation> = subs
+                    .into_iter()
+                    .filter(|(_, s)| s.metadata.deletion_timestamp.is_some())
+                    .map(|(_, s)| s)
+                    .collect();
+                match machine::cleanup_orphaned(&job_id, &deleting) {
+                    OrphanCleanup::AllGone => {
+                        let mut s = status.clone();
+                        if let Some(c) = s.sub_inst_cache.as_mut() {
+                            c.orphaned_subs = None;
+                        }
+                        Ok((Phase::ObjectsCreated, Transaction::new(), s))
+                    }
+                    OrphanCleanup::AllFailed => Err(PhaseError::Fatal(LsError::new(
+                        "handlePhaseCleanupOrphaned",
+                        "AllOrphanedSubinstallationsFailed",
+                        "all orphaned subinstallations failed",
+                    ))),
+                    OrphanCleanup::Pending { trigger } => {
+                        let tx = self.pass_job_id(value, &trigger, false, &job_id, &now)?;
+                        self.commit(tx).await?;
+                        Err(PhaseError::Normal(LsError::new(
+                            "handlePhaseCleanupOrphaned",
+                            "OrphanedSubinstsStillDeleting",
+                            "some orphaned subinstallations are still deleting",
+                        )))
+                    }
+                }
+            }
+            Phase::ObjectsCreated | Phase::TriggerDelete => {
+                let (subs, _) = self.children(value)?;
+                let names: Vec<String> = subs.iter().map(|(v, _)| object::name(v).to_string()).collect();
+                let tx = self.pass_job_id(value, &names, true, &job_id, &now)?;
+                let mut s = status.clone();
+                let mut times = s.transition_times.clone().unwrap_or_default();
+                times.wait_time = Some(now.clone());
+                s.transition_times = Some(times);
+                let next = if phase == Phase::ObjectsCreated {
+                    Phase::Progressing
+                } else {
+                    Phase::Deleting
+                };
+                Ok((next, tx, s))
+            }
+            Phase::Progressing => {
+                let (subs, execution) = self.children(value)?;
+                let subs: Vec<Installation> = subs.into_iter().map(|(_, s)| s).collect();
+                match machine::progressing(&subs, execution.as_ref().map(|(_, e)| e)) {
+                    ChildrenProgress::Waiting(e) => Err(PhaseError::Normal(e)),
+                    ChildrenProgress::AllSucceeded => {
+                        Ok((Phase::Completing, Transaction::new(), status.clone()))
+                    }
+                    ChildrenProgress::Failed(e) => {
+                        self.finish_step(value, inst, &status, Phase::Failed, Some(&e), Transaction::new())
+                            .await?;
+                        return Ok(Next::Continue);
+                    }
+                }
+            }
+            Phase::Completing => self.phase_completing(value, inst, &status, &job_id),
+            Phase::InitDelete => self.phase_init_delete(value, inst, &status, &job_id),
+            Phase::Deleting => {
+                let (subs, execution) = self.children(value)?;
+                let subs: Vec<Installation> = subs.into_iter().map(|(_, s)| s).collect();
+                match machine::deleting(&job_id, &subs, execution.as_ref().map(|(_, e)| e)) {
+                    DeletionProgress::AllGone => {
+                        let mut v = value.clone();
+                        jobs::remove_finalizer(&mut v, LANDSCAPER_FINALIZER);
+                        self.commit(Transaction::new().update(v)).await?;
+                        return Ok(Next::Stop(Outcome::Done));
+                    }
+                    DeletionProgress::Stuck => {
+                        let e = LsError::new(
+                            "handleReconcilePhase",
+                            "UndeletedSubobjects",
+                            "not all sub objects were deleted",
+                        )
+                        .with_code(ERR_FOR_INFO_ONLY);
+                        self.finish_step(value, inst, &status, Phase::DeleteFailed, Some(&e), Transaction::new())
+                            .await?;
+                        return Ok(Next::Continue);
+                    }
+                    DeletionProgress::Pending => Err(PhaseError::Normal(
+                        LsError::new(
+                            "handleReconcilePhase",
+                            "PendingSubobjects",
+                            "deletion of some sub objects pending",
+                        )
+                        .with_code(ERR_FOR_INFO_ONLY),
+                    )),
+                }
+            }
+            Phase::Succeeded | Phase::Failed | Phase::DeleteFailed | Phase::Other(_) => {
+                // enter_job handles final phases; an unknown phase restarts the job.
+                let mut s = status.clone();
+                s.phase = None;
+                self.commit(Transaction::new().update(with_status(value.clone(), &s)))
+                    .await?;
+                return Ok(Next::Continue);
+            }
+        };
+        match result {
+            Ok((next, tx, s)) => {
+                let key = ObjectKey::new(Kind::Installation, namespace(inst), name(inst));
+                self.waits.forget(&key);
+                self.finish_step(value, inst, &s, next, None, tx).await?;
+                Ok(Next::Continue)
+            }
+            Err(e) => self.on_error(value, inst, &status, e).await,
+        }
+    }
+
+    /// Sets this job's ID on the named subinstallations (and on the execution when
+    /// `execution` is set); Landscaper's `ObjectsCreated`/`TriggerDelete`.
+    fn pass_job_id(
+        &self,
+        value: &Value,
+        names: &[String],
+        execution: bool,
+        job_id: &str,
+        now: &str,
+    ) -> Result<Transaction, ReconcileError> {
+        let (subs, exec) = self.children(value)?;
+        let mut tx = Transaction::new();
+        let trigger = |mut v: Value| -> Option<Value> {
+            let status = v.get("status").cloned().unwrap_or(json!({}));
+            if status.get("jobID").and_then(Value::as_str) == Some(job_id) {
+                return None;
+            }
+            let mut status = status.as_object().cloned().unwrap_or_default();
+            status.insert("jobID".into(), json!(job_id));
+            status.insert("transitionTimes".into(), json!({"triggerTime": now}));
+            v["status"] = Value::Object(status);
+            Some(v)
+        };
+        for (v, _) in subs {
+            if names.iter().any(|n| n == object::name(&v))
+                && let Some(u) = trigger(v)
+            {
+                tx = tx.update(u);
+            }
+        }
+        if execution
+            && let Some((v, _)) = exec
+            && let Some(u) = trigger(v)
+        {
+            tx = tx.update(u);
+        }
+        Ok(tx)
+    }
+
+    /// `Init`: blueprint, predecessors, imports and their hash, import objects, subobjects.
+    fn phase_init(
+        &self,
+        value: &Value,
+        inst: &Installation,
+        status: &InstallationStatus,
+        job_id: &str,
+    ) -> Result<(Phase, Transaction, InstallationStatus), PhaseError> {
+        const OP: &str = "handlePhaseInit";
+        let store = &self.context.store;
+        let ns = namespace(inst);
+        let mut tx = Transaction::new();
+        // (a) own exports of earlier jobs go.
+        for kind in [Kind::DataObject, Kind::Target] {
+            let selector = dataflow::label_equals(DATA_OBJECT_SOURCE_LABEL, &dataflow::own_scope(inst));
+            let list = store
+                .list(kind, Some(ns), &selector)
+                .map_err(|e| PhaseError::Normal(LsError::new(OP, "CleanupExports", e.to_string())))?;
+            for o in list.items {
+                if object::labels(&o).get(DATA_OBJECT_SOURCE_TYPE_LABEL).map(String::as_str)
+                    == Some(DATA_OBJECT_SOURCE_TYPE_EXPORT)
+                {
+                    tx = tx.delete(
+                        ObjectKey::new(kind, ns, object::name(&o)),
+                        None,
+                    );
+                }
+            }
+        }
+        // (b) blueprint.
+        let blueprint = dataflow::load_blueprint(inst)?;
+        // (c) predecessors.
+        let predecessors = self.check_predecessors(inst)?;
+        // (d), (e) imports.
+        let values = dataflow::read_import_values(store, inst)?;
+        let hash = dataflow::imports_hash(&values);
+        let bindings = dataflow::construct_blueprint_imports(inst, &blueprint, &values)?;
+        // (f) imports into the own scope.
+        for o in dataflow::import_objects(inst, value, &blueprint, &bindings, job_id) {
+            if let Some(w) = upsert(store, o)? {
+                tx.writes.push(w);
+            }
+        }
+        // (g), (h) subinstallations and execution.
+        let rendered = dataflow::render_subobjects(inst, &blueprint, &bindings)?;
+        let (subs, execution) = self
+            .children(value)
+            .map_err(|e| PhaseError::Normal(LsError::new(OP, "ListSubobjects", e.to_string())))?;
+        let mut cache = SubInstCache::default();
+        let mut active = Vec::new();
+        let mut orphaned = Vec::new();
+        let mut existing: BTreeMap<String, Value> = BTreeMap::new();
+        for (v, s) in subs {
+            let template_name = s
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(SUBINSTALLATION_NAME_ANNOTATION))
+                .cloned()
+                .unwrap_or_default();
+            if s.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            if rendered.subinstallations.iter().any(|t| t.name == template_name)
+                && !existing.contains_key(&template_name)
+            {
+                existing.insert(template_name, v);
+            } else {
+                // orphaned: deleted without waiting for its successors.
+                let mut o = v.clone();
+                jobs::set_annotation(&mut o, DELETE_IGNORE_SUCCESSORS_ANNOTATION, Some("true"));
+                orphaned.push(object::name(&v).to_string());
+                tx = tx.update(o).delete(ObjectKey::new(Kind::Installation, ns, object::name(&v)), None);
+            }
+        }
+        for template in &rendered.subinstallations {
+            let sub = subinstallation_object(inst, value, template, existing.get(&template.name))
+                .map_err(|m| PhaseError::Fatal(LsError::new(OP, "EnsureSubinstallations", m)))?;
+            match existing.get(&template.name) {
+                Some(current) => {
+                    active.push(SubNamePair {
+                        spec_name: template.name.clone(),
+                        object_name: object::name(current).to_string(),
+                    });
+                    if &sub != current {
+                        tx = tx.update(sub);
+                    }
+                }
+                None => tx = tx.create(sub),
+            }
+        }
+        cache.active_subs = (!active.is_empty()).then_some(active);
+        cache.orphaned_subs = (!orphaned.is_empty()).then_some(orphaned);
+        let mut s = status.clone();
+        s.sub_inst_cache = Some(cache);
+        let wants_execution = !rendered.deploy_items.is_empty() || execution.is_some();
+        if wants_execution {
+            let exec = execution_object(inst, value, &rendered.deploy_items, execution.as_ref().map(|(v, _)| v));
+            match &execution {
+                Some((current, _)) if current.get("spec") == exec.get("spec") => {}
+                Some(_) => tx = tx.update(exec),
+                None => tx = tx.create(exec),
+            }
+            s.execution_reference = Some(ObjectReference {
+                name: name(inst).to_string(),
+                namespace: ns.to_string(),
+            });
+        }
+        // (i) predecessors and imports unchanged meanwhile.
+        if self.check_predecessors(inst)? != predecessors {
+            return Err(PhaseError::Normal(LsError::new(
+                OP,
+                "comparePredecessorMaps",
+                "some predecessor was changed during fetching the import data",
+            )));
+        }
+        s.imports_hash = Some(hash);
+        Ok((Phase::CleanupOrphaned, tx, s))
+    }
+
+    /// Landscaper's predecessor checks: every sibling whose exports this installation imports
+    /// must have finished (else wait) and succeeded (else fail). Returns their job IDs.
+    fn check_predecessors(&self, inst: &Installation) -> Result<BTreeMap<String, String>, PhaseError> {
+        const OP: &str = "init";
+        let mut out = BTreeMap::new();
+        if inst.spec.optimization.as_ref().and_then(|o| o.has_no_sibling_imports) == Some(true) {
+            return Ok(out);
+        }
+        let is_root = parent_name(inst).is_none();
+        for sibling in dataflow::siblings(&self.context.store, inst)? {
+            if !dataflow::is_successor(&sibling, inst) {
+                continue;
+            }
+            let st = sibling.status.clone().unwrap_or_default();
+            if !jobs::is_finished(st.job_id.as_deref(), st.job_id_finished.as_deref())
+                || (is_root && machine::has_operation(&sibling, OPERATION_RECONCILE))
+            {
+                return Err(PhaseError::Normal(LsError::new(
+                    OP,
+                    "AllPredecessorsFinished",
+                    format!("predecessor {} is not finished", name(&sibling)),
+                )));
+            }
+            if st.phase != Some(Phase::Succeeded) {
+                return Err(PhaseError::Fatal(LsError::new(
+                    OP,
+                    "AllPredecessorsSucceeded",
+                    format!(
+                        "predecessor {} is not succeeded (phase {})",
+                        name(&sibling),
+                        st.phase.as_ref().map(Phase::as_str).unwrap_or("none")
+                    ),
+                )));
+            }
+            out.insert(name(&sibling).to_string(), st.job_id.unwrap_or_default());
+        }
+        Ok(out)
+    }
+
+    /// `Completing`: context cleanup, unchanged imports and spec, exports written.
+    fn phase_completing(
+        &self,
+        value: &Value,
+        inst: &Installation,
+        status: &InstallationStatus,
+        job_id: &str,
+    ) -> Result<(Phase, Transaction, InstallationStatus), PhaseError> {
+        const OP: &str = "handlePhaseCompleting";
+        let store = &self.context.store;
+        let ns = namespace(inst);
+        let mut tx = Transaction::new();
+        // (a) objects of older jobs in the own scope go.
+        for kind in [Kind::DataObject, Kind::Target] {
+            let selector = dataflow::label_equals(DATA_OBJECT_CONTEXT_LABEL, &dataflow::own_scope(inst));
+            let list = store
+                .list(kind, Some(ns), &selector)
+                .map_err(|e| PhaseError::Normal(LsError::new(OP, "CleanupContext", e.to_string())))?;
+            for o in list.items {
+                let labels = object::labels(&o);
+                if labels.get(DATA_OBJECT_CONTEXT_LABEL).map(String::as_str) != Some(&dataflow::own_scope(inst)) {
+                    continue;
+                }
+                if labels.get(DATA_OBJECT_JOB_ID_LABEL).is_some_and(|j| j != job_id) {
+                    tx = tx.delete(ObjectKey::new(kind, ns, object::name(&o)), None);
+                }
+            }
+        }
+        // (b) imports and spec unchanged.
+        let blueprint = dataflow::load_blueprint(inst)?;
+        let values = dataflow::read_import_values(store, inst)?;
+        if Some(dataflow::imports_hash(&values)) != status.imports_hash {
+            return Err(PhaseError::Fatal(LsError::new(OP, "CheckImportsHash", "imports have changed")));
+        }
+        if inst.metadata.generation.unwrap_or(0) != status.observed_generation {
+            return Err(PhaseError::Fatal(
+                LsError::new(OP, "CheckObservedGeneration", "installation spec has been changed")
+                    .with_code(ERR_FOR_INFO_ONLY),
+            ));
+        }
+        // (c), (d) exports.
+        let bindings = dataflow::construct_blueprint_imports(inst, &blueprint, &values)?;
+        let exports = dataflow::construct_exports(store, inst, &blueprint, &bindings)?;
+        for o in dataflow::export_objects(inst, value, &exports, job_id)? {
+            let key = ObjectKey::new(object::kind_of(&o).map_err(|e| PhaseError::Fatal(LsError::new(OP, "CreateOrUpdateExports", e.to_string())))?, ns, object::name(&o));
+            if let Some(current) = store.get(&key).map_err(|e| PhaseError::Normal(LsError::new(OP, "CreateOrUpdateExports", e.to_string())))? {
+                let owner = object::owner_uids(&current);
+                if !owner.is_empty() && !owner.iter().any(|u| u == object::uid(value)) {
+                    return Err(PhaseError::Fatal(LsError::new(
+                        OP,
+                        "CreateOrUpdateExports",
+                        format!("{key} is exported by another installation"),
+                    )));
+                }
+            }
+            if let Some(w) = upsert(store, o)? {
+                tx.writes.push(w);
+            }
+        }
+        Ok((Phase::Succeeded, tx, status.clone()))
+    }
+
+    /// `InitDelete`: successors first (unless ignored), then the children are deleted.
+    fn phase_init_delete(
+        &self,
+        value: &Value,
+        inst: &Installation,
+        status: &InstallationStatus,
+        job_id: &str,
+    ) -> Result<(Phase, Transaction, InstallationStatus), PhaseError> {
+        const OP: &str = "handleDeletionPhaseInit";
+        let ignore = machine_annotation(inst, DELETE_IGNORE_SUCCESSORS_ANNOTATION) == Some("true")
+            || inst.spec.optimization.as_ref().and_then(|o| o.has_no_sibling_exports) == Some(true);
+        if !ignore {
+            for sibling in dataflow::siblings(&self.context.store, inst)? {
+                if !dataflow::is_successor(inst, &sibling) {
+                    continue;
+                }
+                let st = sibling.status.clone().unwrap_or_default();
+                if st.phase == Some(Phase::DeleteFailed)
+                    && jobs::is_finished(st.job_id.as_deref(), st.job_id_finished.as_deref())
+                    && sibling.metadata.deletion_timestamp.is_some()
+                {
+                    return Err(PhaseError::Fatal(LsError::new(
+                        OP,
+                        "SuccessorDeleteFailed",
+                        format!("deletion of successor {} failed", name(&sibling)),
+                    )));
+                }
+                return Err(PhaseError::Normal(LsError::new(
+                    OP,
+                    "DeletionNotAllowed",
+                    format!(
+                        "deletion not allowed: installation {} imports exports of this installation and must be deleted first",
+                        name(&sibling)
+                    ),
+                )));
+            }
+        }
+        let without_uninstall =
+            machine_annotation(inst, DELETE_WITHOUT_UNINSTALL_ANNOTATION) == Some("true");
+        let (subs, execution) = self
+            .children(value)
+            .map_err(|e| PhaseError::Normal(LsError::new(OP, "ListSubobjects", e.to_string())))?;
+        let ns = namespace(inst);
+        let mut tx = Transaction::new();
+        let mut handle = |mut v: Value, kind: Kind| {
+            if without_uninstall {
+                jobs::set_annotation(&mut v, DELETE_WITHOUT_UNINSTALL_ANNOTATION, Some("true"));
+                tx.writes.push(landscaper_store::Write::Update(v.clone()));
+            }
+            if object::deletion_timestamp(&v).is_none() {
+                tx.writes.push(landscaper_store::Write::Delete {
+                    key: ObjectKey::new(kind, ns, object::name(&v)),
+                    resource_version: None,
+                });
+            }
+        };
+        for (v, _) in subs {
+            handle(v, Kind::Installation);
+        }
+        if let Some((v, _)) = execution {
+            handle(v, Kind::Execution);
+        }
+        let _ = job_id;
+        Ok((Phase::TriggerDelete, tx, status.clone()))
+    }
+}
+
+fn machine_annotation<'a>(inst: &'a Installation, key: &str) -> Option<&'a str> {
+    inst.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
+
+/// A create of `desired`, or an unconditional update when it exists (keeping the stored
+/// object's status); `None` when the stored object equals it already.
+fn upsert(
+    store: &landscaper_store::Store,
+    desired: Value,
+) -> Result<Option<landscaper_store::Write>, PhaseError> {
+    let key = object::key_of(&desired).map_err(|e| {
+        PhaseError::Fatal(LsError::new("CreateOrUpdate", "InvalidObject", e.to_string()))
+    })?;
+    let current = store
+        .get(&key)
+        .map_err(|e| PhaseError::Normal(LsError::new("CreateOrUpdate", "Store", e.to_string())))?;
+    Ok(match current {
+        None => Some(landscaper_store::Write::Create(desired)),
+        Some(current) => {
+            let mut merged = current.clone();
+            for (k, v) in desired.as_object().into_iter().flatten() {
+                if k == "metadata" {
+                    let meta = object::metadata_mut(&mut merged);
+                    for (mk, mv) in v.as_object().into_iter().flatten() {
+                        meta.insert(mk.clone(), mv.clone());
+                    }
+                } else {
+                    merged[k] = v.clone();
+                }
+            }
+            if merged == current {
+                None
+            } else {
+                object::metadata_mut(&mut merged).remove("resourceVersion");
+                Some(landscaper_store::Write::Update(merged))
+            }
+        }
+    })
+}
+
+/// The subinstallation object for a template (Landscaper's `createOrUpdateNewInstallation`).
+fn subinstallation_object(
+    parent: &Installation,
+    parent_value: &Value,
+    template: &landscaper_templating::blueprint::InstallationTemplate,
+    current: Option<&Value>,
+) -> Result<Value, String> {
+    let blueprint = if let Some(fs) = &template.blueprint.filesystem {
+        json!({"inline": {"filesystem": fs}})
+    } else if !template.blueprint.reference.is_empty() {
+        return Err(format!(
+            "subinstallation {:?}: blueprint.ref {:?} needs a component registry, which the appliance does not have",
+            template.name, template.blueprint.reference
+        ));
+    } else {
+        return Err(format!("subinstallation {:?}: no blueprint", template.name));
+    };
+    let mut spec = serde_json::Map::new();
+    if let Some(c) = &parent.spec.context {
+        spec.insert("context".into(), json!(c));
+    }
+    if let Some(cd) = &parent.spec.component_descriptor {
+        spec.insert("componentDescriptor".into(), serde_json::to_value(cd).unwrap_or_default());
+    }
+    spec.insert("blueprint".into(), blueprint);
+    let imports = serde_json::to_value(&template.imports).unwrap_or_default();
+    if imports.as_object().is_some_and(|m| !m.is_empty()) {
+        spec.insert("imports".into(), imports);
+    }
+    if let Some(m) = &template.import_data_mappings {
+        spec.insert("importDataMappings".into(), serde_json::to_value(m).unwrap_or_default());
+    }
+    let exports = serde_json::to_value(&template.exports).unwrap_or_default();
+    if exports.as_object().is_some_and(|m| !m.is_empty()) {
+        spec.insert("exports".into(), exports);
+    }
+    if let Some(m) = &template.export_data_mappings {
+        spec.insert("exportDataMappings".into(), serde_json::to_value(m).unwrap_or_default());
+    }
+    if let Some(o) = &template.optimization {
+        spec.insert("optimization".into(), serde_json::to_value(o).unwrap_or_default());
+    }
+    let mut v = match current {
+        Some(c) => c.clone(),
+        None => json!({
+            "apiVersion": Kind::Installation.api_version(),
+            "kind": "Installation",
+            "metadata": {
+                "generateName": format!("{}-", truncate(&template.name, 52)),
+                "namespace": namespace(parent),
+                "finalizers": [LANDSCAPER_FINALIZER],
+            },
+        }),
+    };
+    let meta = object::metadata_mut(&mut v);
+    meta.insert("labels".into(), json!({ENCOMPASSED_BY_LABEL: name(parent)}));
+    let mut annotations = serde_json::Map::new();
+    // Requests in flight (interrupt, delete-without-uninstall) stay.
+    if let Some(cur) = current.and_then(|c| c.pointer("/metadata/annotations")).and_then(Value::as_object) {
+        for k in [OPERATION_ANNOTATION, DELETE_WITHOUT_UNINSTALL_ANNOTATION] {
+            if let Some(x) = cur.get(k) {
+                annotations.insert(k.into(), x.clone());
+            }
+        }
+    }
+    annotations.insert(SUBINSTALLATION_NAME_ANNOTATION.into(), json!(template.name));
+    meta.insert("annotations".into(), Value::Object(annotations));
+    meta.insert(
+        "ownerReferences".into(),
+        json!([jobs::owner_reference(Kind::Installation, parent_value)]),
+    );
+    v["spec"] = Value::Object(spec);
+    Ok(v)
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// The Execution of an installation (Landscaper's `ExecutionOperation.Ensure`).
+fn execution_object(
+    inst: &Installation,
+    inst_value: &Value,
+    items: &[landscaper_store::model::DeployItemTemplate],
+    current: Option<&Value>,
+) -> Value {
+    let mut v = match current {
+        Some(c) => c.clone(),
+        None => json!({
+            "apiVersion": Kind::Execution.api_version(),
+            "kind": "Execution",
+            "metadata": {
+                "name": name(inst),
+                "namespace": namespace(inst),
+                "finalizers": [LANDSCAPER_FINALIZER],
+            },
+        }),
+    };
+    object::metadata_mut(&mut v).insert(
+        "ownerReferences".into(),
+        json!([jobs::owner_reference(Kind::Installation, inst_value)]),
+    );
+    let mut spec = serde_json::Map::new();
+    if let Some(c) = &inst.spec.context {
+        spec.insert("context".into(), json!(c));
+    }
+    spec.insert("deployItems".into(), serde_json::to_value(items).unwrap_or_default());
+    v["spec"] = Value::Object(spec);
+    v
+}
+
+impl Reconciler for InstallationReconciler {
+    const KIND: Kind = Kind::Installation;
+
+    async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
+        // Steps that need no waiting follow each other at once, as in Landscaper's
+        // fall-through from phase to phase; each commits on its own.
+        for _ in 0..24 {
+            let Some(value) = self.context.store.get(key)? else {
+                self.waits.forget(key);
+                return Ok(Outcome::Done);
+            };
+            let inst: Installation = match from_value(&value) {
+                Ok(i) => i,
+                Err(e) => {
+                    tracing::warn!(%key, error = %e, "cannot read the installation");
+                    return Ok(Outcome::Done);
+                }
+            };
+            match self.step(&value, &inst).await? {
+                Next::Continue => continue,
+                Next::Stop(o) => return Ok(o),
+            }
+        }
+        Ok(Outcome::RequeueAfter(Duration::from_millis(1)))
+    }
+}

@@ -39,6 +39,16 @@ pub enum Command {
     Get(GetArgs),
     /// Show one object with its history of changes and phase transitions.
     Describe(DescribeArgs),
+    /// Show an installation tree: subinstallations, executions and deploy items with their
+    /// phases and job IDs.
+    Tree(TreeArgs),
+    /// Request a reconcile of an Installation (annotation landscaper.gardener.cloud/operation=reconcile).
+    Reconcile(OperationArgs),
+    /// Interrupt the running job of an Installation (or, with --execution, an Execution).
+    Interrupt(InterruptArgs),
+    /// Delete an object through the API (objects defined by manifest files are removed from the
+    /// folder instead).
+    Delete(DeleteArgs),
     /// Check manifest files offline; prints every error with file, document and line.
     Validate(ValidateArgs),
     /// Render a blueprint offline (deploy items, subinstallations, exports), or one template.
@@ -121,6 +131,73 @@ pub struct DescribeArgs {
     /// How many history entries to show.
     #[arg(long, default_value_t = 50)]
     pub history: usize,
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+/// How the write commands reach the daemon and prove they may write.
+#[derive(Debug, Args, Clone)]
+pub struct WriteArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Namespace (default: `default`).
+    #[arg(short, long)]
+    pub namespace: Option<String>,
+    /// File holding the API token (default: DATA/api-token, DATA being
+    /// $LANDSCAPER_APPLIANCE_DATA or /var/lib/landscaper-appliance). The environment variable
+    /// LANDSCAPER_APPLIANCE_TOKEN, holding the token itself, is used when this is not given.
+    #[arg(long, value_name = "PATH", env = "LANDSCAPER_APPLIANCE_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct OperationArgs {
+    /// Installation name.
+    pub name: String,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct InterruptArgs {
+    /// Installation name (Execution name with --execution).
+    pub name: String,
+    /// NAME is an Execution.
+    #[arg(long)]
+    pub execution: bool,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+#[command(after_help = "Examples:\n  \
+    landscaper-appliance delete my-installation\n  \
+    landscaper-appliance delete deployitem my-item-x7k2p -n demo")]
+pub struct DeleteArgs {
+    /// `KIND NAME`, or just `NAME` for an Installation.
+    #[arg(required = true, num_args = 1..=2, value_names = ["KIND", "NAME"])]
+    pub args: Vec<String>,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum TreeOutputFormat {
+    /// Indented like `tree`.
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct TreeArgs {
+    /// Name of the root Installation.
+    pub name: String,
+    /// Namespace (default: `default`).
+    #[arg(short, long)]
+    pub namespace: Option<String>,
+    #[arg(short, long, value_enum, default_value_t)]
+    pub output: TreeOutputFormat,
     #[command(flatten)]
     pub server: ServerArgs,
 }
@@ -256,6 +333,52 @@ mod tests {
             other => panic!("parsed {other:?}"),
         }
         assert!(Cli::try_parse_from(["landscaper-appliance", "render"]).is_err());
+    }
+
+    #[test]
+    fn parses_operations() {
+        let cli = Cli::try_parse_from([
+            "landscaper-appliance",
+            "reconcile",
+            "a",
+            "-n",
+            "ns",
+            "--token-file",
+            "/t",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Reconcile(args) => {
+                assert_eq!(args.name, "a");
+                assert_eq!(args.write.namespace.as_deref(), Some("ns"));
+                assert_eq!(args.write.token_file, Some(PathBuf::from("/t")));
+            }
+            other => panic!("parsed {other:?}"),
+        }
+        let cli =
+            Cli::try_parse_from(["landscaper-appliance", "interrupt", "e", "--execution"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Interrupt(InterruptArgs {
+                execution: true,
+                ..
+            })
+        ));
+        let cli = Cli::try_parse_from(["landscaper-appliance", "delete", "di", "x"]).unwrap();
+        match cli.command {
+            Command::Delete(args) => assert_eq!(args.args, ["di", "x"]),
+            other => panic!("parsed {other:?}"),
+        }
+        assert!(Cli::try_parse_from(["landscaper-appliance", "delete"]).is_err());
+        assert!(Cli::try_parse_from(["landscaper-appliance", "delete", "a", "b", "c"]).is_err());
+        let cli = Cli::try_parse_from(["landscaper-appliance", "tree", "a", "-o", "json"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Tree(TreeArgs {
+                output: TreeOutputFormat::Json,
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -33,7 +33,12 @@ pub enum ClientError {
 pub struct Client {
     server: String,
     host_port: String,
+    /// Bearer token sent with writes.
+    token: Option<String>,
 }
+
+/// Content type of the patches [`Client::patch_json`] sends.
+pub const MERGE_PATCH: &str = "application/merge-patch+json";
 
 impl Client {
     pub fn new(server: &str) -> Result<Client, ClientError> {
@@ -45,7 +50,15 @@ impl Client {
         Ok(Client {
             server: server.to_string(),
             host_port: host_port.to_string(),
+            token: None,
         })
+    }
+
+    /// Sends `token` as bearer token with writes ([`patch_json`](Self::patch_json),
+    /// [`delete`](Self::delete)).
+    pub fn with_token(mut self, token: impl Into<String>) -> Client {
+        self.token = Some(token.into());
+        self
     }
 
     /// GETs a path and decodes the JSON body; non-2xx answers become [`ClientError::Api`].
@@ -56,7 +69,31 @@ impl Client {
     /// Like [`get_json`](Self::get_json) with an explicit `Accept` header (e.g. for tables).
     pub fn get_json_as(&self, path_and_query: &str, accept: &str) -> Result<Value, ClientError> {
         let (code, body) = self.get(path_and_query, accept)?;
-        let value: Value = serde_json::from_slice(&body).map_err(|e| ClientError::Response {
+        self.decode(code, &body)
+    }
+
+    /// PATCHes a path with a merge patch (`patch` is the JSON merge patch) and decodes the
+    /// answer (the patched object); non-2xx answers become [`ClientError::Api`].
+    pub fn patch_json(&self, path_and_query: &str, patch: &Value) -> Result<Value, ClientError> {
+        let body = serde_json::to_vec(patch).unwrap_or_default();
+        let (code, body) = self.request(
+            "PATCH",
+            path_and_query,
+            "application/json",
+            Some((MERGE_PATCH, &body)),
+        )?;
+        self.decode(code, &body)
+    }
+
+    /// DELETEs a path and decodes the answer (the object, with a `deletionTimestamp` while
+    /// finalizers keep it); non-2xx answers become [`ClientError::Api`].
+    pub fn delete(&self, path_and_query: &str) -> Result<Value, ClientError> {
+        let (code, body) = self.request("DELETE", path_and_query, "application/json", None)?;
+        self.decode(code, &body)
+    }
+
+    fn decode(&self, code: u16, body: &[u8]) -> Result<Value, ClientError> {
+        let value: Value = serde_json::from_slice(body).map_err(|e| ClientError::Response {
             server: self.server.clone(),
             message: format!("invalid JSON ({e})"),
         })?;
@@ -74,6 +111,17 @@ impl Client {
     }
 
     pub fn get(&self, path_and_query: &str, accept: &str) -> Result<(u16, Vec<u8>), ClientError> {
+        self.request("GET", path_and_query, accept, None)
+    }
+
+    /// One request; `body` is its content type and bytes. Writes carry the bearer token.
+    fn request(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        accept: &str,
+        body: Option<(&str, &[u8])>,
+    ) -> Result<(u16, Vec<u8>), ClientError> {
         let connect_err = |source| ClientError::Connect {
             server: self.server.clone(),
             source,
@@ -83,12 +131,27 @@ impl Client {
             .set_read_timeout(Some(Duration::from_secs(60)))
             .map_err(connect_err)?;
         // One write: `write!` on an unbuffered stream would send the request in pieces.
-        let request = format!(
-            "GET {path_and_query} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\nUser-Agent: landscaper-appliance-cli/{}\r\nConnection: close\r\n\r\n",
+        let mut request = format!(
+            "{method} {path_and_query} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\nUser-Agent: landscaper-appliance-cli/{}\r\nConnection: close\r\n",
             self.host_port,
             env!("CARGO_PKG_VERSION")
-        );
-        stream.write_all(request.as_bytes()).map_err(connect_err)?;
+        )
+        .into_bytes();
+        if method != "GET"
+            && let Some(token) = &self.token
+        {
+            request.extend_from_slice(format!("Authorization: Bearer {token}\r\n").as_bytes());
+        }
+        let body = body.unwrap_or(("", b""));
+        if !body.0.is_empty() {
+            request.extend_from_slice(format!("Content-Type: {}\r\n", body.0).as_bytes());
+        }
+        if method != "GET" {
+            request.extend_from_slice(format!("Content-Length: {}\r\n", body.1.len()).as_bytes());
+        }
+        request.extend_from_slice(b"\r\n");
+        request.extend_from_slice(body.1);
+        stream.write_all(&request).map_err(connect_err)?;
         let bad = |message: String| ClientError::Response {
             server: self.server.clone(),
             message,
@@ -211,6 +274,90 @@ mod tests {
             }
             other => panic!("expected a NotFound API error, got {other:?}"),
         }
+    }
+
+    /// Answers one request with `response` and hands the request (head and body) back.
+    fn serve_capturing(response: String) -> (String, std::sync::mpsc::Receiver<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0u8; 1024];
+            loop {
+                let text = String::from_utf8_lossy(&request).to_string();
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("Content-Length: "))
+                        .and_then(|n| n.parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if body.len() >= length {
+                        break;
+                    }
+                }
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            s.write_all(response.as_bytes()).unwrap();
+            let _ = tx.send(String::from_utf8_lossy(&request).to_string());
+        });
+        (format!("http://{addr}"), rx)
+    }
+
+    #[test]
+    fn writes_carry_the_token_and_the_patch() {
+        let ok = |body: &str| {
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+        };
+        let (server, request) = serve_capturing(ok(r#"{"metadata":{"name":"a"}}"#));
+        let client = Client::new(&server).unwrap().with_token("s3cret");
+        let patch = serde_json::json!({"metadata": {"annotations": {"x": "y"}}});
+        let answer = client.patch_json("/apis/g/v/x/a", &patch).unwrap();
+        assert_eq!(answer["metadata"]["name"], "a");
+        let request = request.recv().unwrap();
+        assert!(
+            request.starts_with("PATCH /apis/g/v/x/a HTTP/1.1\r\n"),
+            "{request}"
+        );
+        assert!(
+            request.contains("\r\nAuthorization: Bearer s3cret\r\n"),
+            "{request}"
+        );
+        assert!(
+            request.contains("\r\nContent-Type: application/merge-patch+json\r\n"),
+            "{request}"
+        );
+        assert!(request.ends_with(r#"{"metadata":{"annotations":{"x":"y"}}}"#));
+
+        let (server, request) = serve_capturing(ok("{}"));
+        Client::new(&server)
+            .unwrap()
+            .with_token("s3cret")
+            .delete("/x")
+            .unwrap();
+        let request = request.recv().unwrap();
+        assert!(request.starts_with("DELETE /x HTTP/1.1\r\n"), "{request}");
+        assert!(request.contains("Content-Length: 0\r\n"), "{request}");
+        assert!(
+            request.contains("Authorization: Bearer s3cret"),
+            "{request}"
+        );
+
+        // Reads never send the token.
+        let (server, request) = serve_capturing(ok("{}"));
+        Client::new(&server)
+            .unwrap()
+            .with_token("s3cret")
+            .get_json("/x")
+            .unwrap();
+        assert!(!request.recv().unwrap().contains("s3cret"));
     }
 
     #[test]

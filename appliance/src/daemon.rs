@@ -102,6 +102,12 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
             .with_context(|| format!("opening the store {}", config.store_path().display()))?;
     tracing::info!(path = %config.store_path().display(), revision = store.revision(), "store open");
 
+    // After the store: its lock makes sure no other daemon writes the token file meanwhile.
+    let token_path = config.data_dir.join(crate::api::token::TOKEN_FILE_NAME);
+    let token = crate::api::ApiToken::ensure_file(&token_path)
+        .with_context(|| format!("preparing the API token {}", token_path.display()))?;
+    tracing::info!(file = %token_path.display(), "API writes need the bearer token in this file");
+
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listening on {}", config.listen))?;
@@ -111,8 +117,9 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     let readiness = crate::api::Readiness::default();
     let cancel = CancellationToken::new();
 
-    let state =
-        crate::api::ApiState::new(store.clone(), readiness.clone()).with_shutdown(cancel.clone());
+    let state = crate::api::ApiState::new(store.clone(), readiness.clone())
+        .with_shutdown(cancel.clone())
+        .with_token(token);
     let router = crate::api::router(state).merge(crate::history::routes(store.clone()));
     let server_cancel = cancel.clone();
     let server = tokio::spawn(async move {

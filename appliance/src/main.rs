@@ -53,6 +53,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             commands::describe(&args, &mut std::io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Tree(args) => {
+            commands::tree(&args, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Reconcile(args) => {
+            commands::reconcile(&args, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Interrupt(args) => {
+            commands::interrupt(&args, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Delete(args) => {
+            commands::delete(&args, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Validate(args) => {
             let report = validate::run(&args.paths, &mut std::io::stdout().lock())?;
             Ok(if report.errors == 0 {

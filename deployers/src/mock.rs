@@ -109,7 +109,9 @@ mod tests {
     }
 
     fn run(di: &DeployItem) -> Result<ReconcileResult, DeployerError> {
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         rt.block_on(MockDeployer.reconcile(DeployRequest {
             item: di,
             target: None,
@@ -125,25 +127,43 @@ mod tests {
         );
         let r = run(&di).unwrap();
         assert_eq!(r.phase, Some(Phase::Succeeded));
-        assert_eq!(r.provider_status, Some(json!({"kind": "ProviderStatus", "x": 1})));
+        assert_eq!(
+            r.provider_status,
+            Some(json!({"kind": "ProviderStatus", "x": 1}))
+        );
         assert_eq!(r.export, Some(json!({"a": "b"})));
     }
 
     #[test]
     fn initial_phase_applies_only_while_new_and_phase_overrides() {
         let cfg = json!({"initialPhase": "Progressing"});
-        assert_eq!(run(&item(cfg.clone(), Some(Phase::Init))).unwrap().phase, Some(Phase::Progressing));
-        assert_eq!(run(&item(cfg.clone(), None)).unwrap().phase, Some(Phase::Progressing));
+        assert_eq!(
+            run(&item(cfg.clone(), Some(Phase::Init))).unwrap().phase,
+            Some(Phase::Progressing)
+        );
+        assert_eq!(
+            run(&item(cfg.clone(), None)).unwrap().phase,
+            Some(Phase::Progressing)
+        );
         // Later reconciles keep the phase the item is in.
-        assert_eq!(run(&item(cfg, Some(Phase::Progressing))).unwrap().phase, Some(Phase::Progressing));
+        assert_eq!(
+            run(&item(cfg, Some(Phase::Progressing))).unwrap().phase,
+            Some(Phase::Progressing)
+        );
         let cfg = json!({"initialPhase": "Progressing", "phase": "Failed"});
-        assert_eq!(run(&item(cfg, Some(Phase::Init))).unwrap().phase, Some(Phase::Failed));
+        assert_eq!(
+            run(&item(cfg, Some(Phase::Init))).unwrap().phase,
+            Some(Phase::Failed)
+        );
     }
 
     #[test]
     fn a_broken_configuration_is_a_configuration_problem() {
         let err = run(&item(json!({"phase": 7}), Some(Phase::Init))).unwrap_err();
         assert!(err.is_unrecoverable());
-        assert!(err.message.contains("invalid mock provider configuration"), "{err}");
+        assert!(
+            err.message.contains("invalid mock provider configuration"),
+            "{err}"
+        );
     }
 }

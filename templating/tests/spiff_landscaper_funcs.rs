@@ -208,7 +208,10 @@ fn component_function_errors() {
     let cases = [
         // Missing resource or reference.
         (r#"getResource(cd, "name", "nope")"#, "NotFound"),
-        (r#"getResource(cd, "name", "chart", "os", "windows")"#, "NotFound"),
+        (
+            r#"getResource(cd, "name", "chart", "os", "windows")"#,
+            "NotFound",
+        ),
         (r#"getComponent(cd, "name", "nope")"#, "NotFound"),
         // A selected reference whose component is not in the list.
         (
@@ -219,13 +222,22 @@ fn component_function_errors() {
         ("getResource()", "at least 2 arguments are expected"),
         ("getResource(cd)", "at least 2 arguments are expected"),
         ("getComponent(cd)", "at least 2 arguments are expected"),
-        (r#"getResource(cd, "name")"#, "odd number of key value pairs"),
-        (r#"getResource("name", "image", "os")"#, "odd number of key value pairs"),
+        (
+            r#"getResource(cd, "name")"#,
+            "odd number of key value pairs",
+        ),
+        (
+            r#"getResource("name", "image", "os")"#,
+            "odd number of key value pairs",
+        ),
         (
             r#"getResource(cd, "name", 1)"#,
             "expect argument 1 to be a string",
         ),
-        (r#"getResource(cd, 1, "x")"#, "expect argument 0 to be a string"),
+        (
+            r#"getResource(cd, 1, "x")"#,
+            "expect argument 0 to be a string",
+        ),
         // Descriptors given as argument must have a known schema version.
         (
             r#"getResource({"component" = {}}, "name", "x")"#,
@@ -247,14 +259,22 @@ fn component_function_errors() {
     }
     // No component descriptor: resources and components can only be searched in a descriptor
     // given as argument.
-    let e = eval_with("x: (( getResource(\"name\", \"image\") ))\n", json!(null), None)
-        .unwrap_err();
+    let e = eval_with(
+        "x: (( getResource(\"name\", \"image\") ))\n",
+        json!(null),
+        None,
+    )
+    .unwrap_err();
     assert!(
         e.contains("Unable to search for a resource as no ComponentDescriptor is defined."),
         "{e}"
     );
-    let e = eval_with("x: (( getComponent(\"name\", \"dep\") ))\n", json!(null), None)
-        .unwrap_err();
+    let e = eval_with(
+        "x: (( getComponent(\"name\", \"dep\") ))\n",
+        json!(null),
+        None,
+    )
+    .unwrap_err();
     assert!(
         e.contains("Unable to search for a component as no ComponentDescriptor is defined."),
         "{e}"
@@ -421,7 +441,10 @@ fn blueprint_executions_have_the_functions() {
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(out.exports.get("image"), Some(&json!("eu.gcr.io/x/img:1.2.3")));
+    assert_eq!(
+        out.exports.get("image"),
+        Some(&json!("eu.gcr.io/x/img:1.2.3"))
+    );
     assert_eq!(out.exports.get("dep"), Some(&json!("example.com/dep")));
 
     let out = render_subinstallations(&bp, &b).unwrap_or_else(|e| panic!("{e}"));
@@ -441,7 +464,9 @@ fn blueprint_execution_errors_name_the_node() {
     assert_eq!(e.line, Some(5), "{e}");
     let text = e.to_string();
     assert!(
-        text.starts_with(r#"deploy execution "deploy" (Spiff, file deploy.yaml, line 5, column 5): "#),
+        text.starts_with(
+            r#"deploy execution "deploy" (Spiff, file deploy.yaml, line 5, column 5): "#
+        ),
         "{text}"
     );
     assert!(text.contains("NotFound"), "{text}");

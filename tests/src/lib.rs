@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use landscaper_appliance::client::Client;
 use serde_json::Value;
 
+pub mod acceptance;
+
 /// The `landscaper-appliance` binary built for this test run (`cargo build --workspace --bins`).
 pub fn binary() -> PathBuf {
     if let Some(path) = std::env::var_os("LANDSCAPER_APPLIANCE_BIN") {
@@ -80,7 +82,7 @@ pub struct Daemon {
     pub manifests: PathBuf,
     pub data: PathBuf,
     pub log: PathBuf,
-    _dirs: Option<tempfile::TempDir>,
+    pub _dirs: Option<tempfile::TempDir>,
 }
 
 impl Daemon {
@@ -99,16 +101,45 @@ impl Daemon {
     /// `/readyz`.
     pub fn start_on(manifests: &Path, data: &Path) -> Daemon {
         let port = free_port();
+        let mut args: Vec<std::ffi::OsString> = vec!["serve".into(), "--manifests".into()];
+        args.push(manifests.into());
+        args.push("--data".into());
+        args.push(data.into());
+        args.push("--listen".into());
+        args.push(format!("127.0.0.1:{port}").into());
+        Daemon::spawn(manifests, data, port, &args)
+    }
+
+    /// Starts `serve --config DIR/config.yaml` on `DIR/manifests` and `DIR/data` and a free
+    /// port, and waits for `/readyz`. The config file holds `manifestsDir`, `dataDir` and
+    /// `listen`, followed by `extra_config` (more top-level YAML fields, e.g.
+    /// `deployItemTimeouts: {pickup: 5s}`).
+    pub fn start_with_config(dir: &Path, extra_config: &str) -> Daemon {
+        let port = free_port();
+        let manifests = dir.join("manifests");
+        let data = dir.join("data");
+        std::fs::create_dir_all(&manifests).unwrap();
+        let config = dir.join("config.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "manifestsDir: {}\ndataDir: {}\nlisten: 127.0.0.1:{port}\n{extra_config}",
+                serde_json::Value::String(manifests.display().to_string()),
+                serde_json::Value::String(data.display().to_string()),
+            ),
+        )
+        .unwrap();
+        let args: Vec<std::ffi::OsString> = vec!["serve".into(), "--config".into(), config.into()];
+        Daemon::spawn(&manifests, &data, port, &args)
+    }
+
+    fn spawn(manifests: &Path, data: &Path, port: u16, args: &[std::ffi::OsString]) -> Daemon {
         let server = format!("http://127.0.0.1:{port}");
         std::fs::create_dir_all(data).unwrap();
         let log = data.with_extension(format!("log-{port}"));
         let log_file = std::fs::File::create(&log).unwrap();
         let child = Command::new(binary())
-            .args(["serve", "--manifests"])
-            .arg(manifests)
-            .arg("--data")
-            .arg(data)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(args)
             .env("RUST_LOG", "info")
             .env_remove("LANDSCAPER_APPLIANCE_CONFIG")
             .stdout(Stdio::null())

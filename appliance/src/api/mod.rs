@@ -2,8 +2,10 @@
 //!
 //! The appliance answers like a Kubernetes API server so that `kubectl` and other Kubernetes
 //! clients can read its objects: discovery (aggregated and legacy), `get`, `list` and `watch` of
-//! every stored kind, server-side table printing, and errors as `Status` objects. Writes are not
-//! served yet (405). Secret values and inline Target kubeconfigs are always redacted (see [`objects`]).
+//! every stored kind, server-side table printing, and errors as `Status` objects. Writes need the
+//! bearer token ([`token`]) and are limited to what operations need ([`write`]): `PATCH` of
+//! annotations and labels, `DELETE` of objects no manifest file defines; other verbs answer
+//! 405. Secret values and inline Target kubeconfigs are always redacted (see [`objects`]).
 //!
 //! Modules, one concern each:
 //! - [`discovery`]: `/api`, `/apis`, `/apis/{group}[/{version}]`, `/version`;
@@ -14,6 +16,8 @@
 //! - [`table`]: `meta.k8s.io/v1` `Table` conversion;
 //! - [`negotiate`]: query parameters (selectors, watch options) and `Accept` negotiation;
 //! - [`status`]: errors as Kubernetes `Status` objects;
+//! - [`token`]: the bearer token that authorises writes, and its file;
+//! - [`write`]: `PATCH` (annotations, labels) and `DELETE` handlers;
 //! - [`health`]: `/healthz`, `/livez`, `/readyz`.
 
 pub mod discovery;
@@ -24,7 +28,9 @@ pub mod objects;
 pub mod resources;
 pub mod status;
 pub mod table;
+pub mod token;
 pub mod watch;
+pub mod write;
 
 use std::future::Future;
 use std::sync::{Arc, RwLock};
@@ -37,6 +43,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use status::ApiError;
+pub use token::ApiToken;
 
 /// Whether the daemon is ready to serve consistent data: the flag behind `/readyz`. Starts
 /// "not ready" with a reason; the daemon calls [`Readiness::set_ready`] once the initial scan of
@@ -108,7 +115,8 @@ impl Default for ApiOptions {
     }
 }
 
-/// What the handlers share: the store, the readiness flag, the shutdown signal and options.
+/// What the handlers share: the store, the readiness flag, the shutdown signal, the write
+/// token and options.
 #[derive(Clone, Debug)]
 pub struct ApiState {
     pub store: Store,
@@ -116,17 +124,26 @@ pub struct ApiState {
     /// Cancelled on shutdown: open watch streams end so that graceful shutdown can finish.
     pub shutdown: CancellationToken,
     pub options: ApiOptions,
+    /// The bearer token writes need; without one, every write is refused (401).
+    pub token: Option<ApiToken>,
 }
 
 impl ApiState {
-    /// State with a fresh shutdown token and default options.
+    /// State with a fresh shutdown token, default options and no write token.
     pub fn new(store: Store, readiness: Readiness) -> Self {
         ApiState {
             store,
             readiness,
             shutdown: CancellationToken::new(),
             options: ApiOptions::default(),
+            token: None,
         }
+    }
+
+    /// Accepts writes that carry `token` as their bearer token.
+    pub fn with_token(mut self, token: ApiToken) -> Self {
+        self.token = Some(token);
+        self
     }
 
     /// Uses `token` as the shutdown signal (pass the one that also stops [`serve`]).

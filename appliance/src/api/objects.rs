@@ -1,5 +1,6 @@
 //! Reads of objects: `GET` of one object, `LIST` of a collection (all namespaces or one), and
-//! the dispatch of `?watch=true` to [`super::watch`]. Writes answer 405 for now.
+//! the dispatch of `?watch=true` to [`super::watch`]; `PATCH` and `DELETE` go to
+//! [`super::write`], other verbs answer 405.
 //!
 //! Secrets are always redacted (authorisation comes later): every value of `data` becomes
 //! `PHJlZGFjdGVkPg==` (base64 of `<redacted>`, so `kubectl get secret -o yaml` shows valid
@@ -11,6 +12,7 @@
 
 use std::collections::HashMap;
 
+use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, header};
@@ -31,9 +33,6 @@ pub const REDACTED_BASE64: &str = "PHJlZGFjdGVkPg==";
 pub const REDACTED: &str = "<redacted>";
 /// Annotation set on every redacted Secret.
 pub const REDACTED_ANNOTATION: &str = "appliance.landscaper-appliance.io/redacted";
-/// Why writes answer 405.
-const READ_ONLY: &str = "the Landscaper appliance API is read-only for now \
-    (change objects through the manifests folder)";
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// `/api/v1/{*rest}`.
@@ -43,6 +42,7 @@ pub async fn core_resource(
     Path(rest): Path<String>,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
     headers: HeaderMap,
+    body: Bytes,
 ) -> Response {
     serve_resource(
         state,
@@ -51,6 +51,7 @@ pub async fn core_resource(
         method,
         query,
         headers,
+        body,
     )
     .await
 }
@@ -62,13 +63,14 @@ pub async fn group_resource(
     Path((group, version, rest)): Path<(String, String, String)>,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
     headers: HeaderMap,
+    body: Bytes,
 ) -> Response {
     let gv = if group.is_empty() {
         None
     } else {
         group_version(&group, &version)
     };
-    serve_resource(state, gv, &rest, method, query, headers).await
+    serve_resource(state, gv, &rest, method, query, headers, body).await
 }
 
 async fn serve_resource(
@@ -78,32 +80,40 @@ async fn serve_resource(
     method: Method,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
     headers: HeaderMap,
+    body: Bytes,
 ) -> Response {
-    read(state, gv, rest, method, query, headers)
+    dispatch(state, gv, rest, method, query, headers, body)
         .await
         .unwrap_or_else(IntoResponse::into_response)
 }
 
-async fn read(
+async fn dispatch(
     state: ApiState,
     gv: Option<GroupVersion>,
     rest: &str,
     method: Method,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
     headers: HeaderMap,
+    body: Bytes,
 ) -> Result<Response, ApiError> {
     let gv = gv.ok_or_else(ApiError::unknown_resource)?;
     let target = parse_target(gv, rest).ok_or_else(ApiError::unknown_resource)?;
-    let resource = target.resource();
-    if method != Method::GET && method != Method::HEAD {
-        return Err(ApiError::method_not_allowed(
-            method.as_str(),
-            resource.plural(),
-            resource.group(),
-            READ_ONLY,
-        ));
-    }
     let Query(params) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    match method {
+        Method::GET | Method::HEAD => read(state, target, params, headers).await,
+        Method::PATCH => super::write::patch(&state, target, &params, &headers, body).await,
+        Method::DELETE => super::write::delete(&state, target, &params, &headers, body).await,
+        other => Ok(super::write::unsupported(other.as_str(), target.resource())),
+    }
+}
+
+async fn read(
+    state: ApiState,
+    target: Target,
+    params: HashMap<String, String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let resource = target.resource();
     let mut options = ReadOptions::from_query(&params)?;
     let representation = super::negotiate::representation(&headers)?;
     let table = |options: &ReadOptions, version| TableOptions {

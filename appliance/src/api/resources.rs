@@ -134,7 +134,7 @@ impl Resource {
 
     pub fn verbs(self) -> &'static [&'static str] {
         match self {
-            Resource::Kind(_) => &["get", "list", "watch"],
+            Resource::Kind(_) => &["delete", "get", "list", "patch", "watch"],
             Resource::Namespaces => &["get", "list"],
         }
     }

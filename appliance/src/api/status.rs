@@ -108,6 +108,70 @@ impl ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", message)
     }
 
+    /// A write without a valid bearer token.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", message)
+    }
+
+    /// A request body in a format the server does not take (e.g. a JSON patch).
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            message,
+        )
+    }
+
+    /// The request cannot be done on the object as it is: `why` completes the message
+    /// `Operation cannot be fulfilled on <resource> "<name>": <why>`.
+    pub fn conflict(kind: Kind, name: &str, why: &str) -> Self {
+        let plural = kind.plural();
+        ApiError {
+            details: details(plural, kind.group(), Some(name)),
+            ..ApiError::new(
+                StatusCode::CONFLICT,
+                "Conflict",
+                format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                    qualified(plural, kind.group())
+                ),
+            )
+        }
+    }
+
+    /// A request that would change `field` of object `name`, which may not be changed (422,
+    /// like kube-apiserver's validation errors): `<Kind>.<group> "<name>" is invalid:
+    /// <field>: Forbidden: <why>`, with the field in `details.causes`.
+    pub fn forbidden_field(kind: Kind, name: &str, field: &str, why: &str) -> Self {
+        ApiError::invalid(kind, name, field, "FieldValueForbidden", "Forbidden", why)
+    }
+
+    /// A request that would give `field` of object `name` a value that is not valid (422):
+    /// `<Kind>.<group> "<name>" is invalid: <field>: Invalid value: <why>`.
+    pub fn invalid_value(kind: Kind, name: &str, field: &str, why: &str) -> Self {
+        ApiError::invalid(kind, name, field, "FieldValueInvalid", "Invalid value", why)
+    }
+
+    fn invalid(kind: Kind, name: &str, field: &str, cause: &str, label: &str, why: &str) -> Self {
+        // Like kube-apiserver, validation errors name the kind, not the resource.
+        let mut details = details(kind.as_str(), kind.group(), Some(name));
+        details.insert(
+            "causes".into(),
+            json!([{"reason": cause, "message": format!("{label}: {why}"), "field": field}]),
+        );
+        ApiError {
+            details,
+            ..ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Invalid",
+                format!(
+                    "{} \"{name}\" is invalid: {field}: {label}: {why}",
+                    qualified(kind.as_str(), kind.group())
+                ),
+            )
+        }
+    }
+
     /// The `Status` object.
     pub fn to_status(&self) -> Value {
         json!({
@@ -133,8 +197,24 @@ impl From<StoreError> for ApiError {
                 "too old resource version: {requested} ({})",
                 oldest.saturating_sub(1)
             )),
+            StoreError::Conflict { key, .. } => ApiError::conflict(
+                key.kind,
+                &key.name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ),
+            StoreError::AlreadyExists { key } => {
+                ApiError::conflict(key.kind, &key.name, "the object already exists")
+            }
+            StoreError::Invalid {
+                key,
+                field,
+                message,
+            } => match key {
+                Some(key) => ApiError::invalid_value(key.kind, &key.name, field, message),
+                None => ApiError::bad_request(error.to_string()),
+            },
             _ => {
-                tracing::error!(%error, "store read failed while serving the API");
+                tracing::error!(%error, "store operation failed while serving the API");
                 ApiError::internal(error.to_string())
             }
         }
@@ -176,6 +256,34 @@ mod tests {
         let core = ApiError::not_found("secrets", "", "s");
         assert_eq!(core.message, "secrets \"s\" not found");
         assert_eq!(core.details.get("group"), None);
+    }
+
+    #[test]
+    fn write_errors_have_the_kube_apiserver_shape() {
+        let e = ApiError::forbidden_field(Kind::Installation, "a", "spec.x", "no");
+        assert_eq!(e.code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(
+            e.to_status(),
+            json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+                "message":"Installation.landscaper.gardener.cloud \"a\" is invalid: spec.x: Forbidden: no",
+                "reason":"Invalid",
+                "details":{"name":"a","group":"landscaper.gardener.cloud","kind":"Installation",
+                    "causes":[{"reason":"FieldValueForbidden","message":"Forbidden: no","field":"spec.x"}]},
+                "code":422})
+        );
+        let e = ApiError::conflict(Kind::Secret, "s", "why");
+        assert_eq!(e.code, StatusCode::CONFLICT);
+        assert_eq!(
+            e.message,
+            "Operation cannot be fulfilled on secrets \"s\": why"
+        );
+        let e = ApiError::from(StoreError::Conflict {
+            key: landscaper_store::ObjectKey::new(Kind::Installation, "ns", "a"),
+            expected: "1".into(),
+            actual: "2".into(),
+        });
+        assert_eq!((e.code, e.reason), (StatusCode::CONFLICT, "Conflict"));
+        assert_eq!(ApiError::unauthorized("x").code, StatusCode::UNAUTHORIZED);
     }
 
     #[test]

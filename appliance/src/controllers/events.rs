@@ -47,8 +47,11 @@ pub fn keys_for_change(change: &Change) -> Vec<ObjectKey> {
 pub fn siblings(store: &Store, object: &Value) -> Vec<ObjectKey> {
     let namespace = object::namespace(object);
     let parent = object::labels(object).get(ENCOMPASSED_BY_LABEL).cloned();
-    let Ok(list) = store.list(Kind::Installation, Some(namespace), &LabelSelector::default())
-    else {
+    let Ok(list) = store.list(
+        Kind::Installation,
+        Some(namespace),
+        &LabelSelector::default(),
+    ) else {
         return Vec::new();
     };
     list.items
@@ -75,9 +78,10 @@ async fn collect_garbage(store: &Store, removed: &Value) {
     };
     for child in children {
         // Only objects whose every owner is gone.
-        if object::owner_uids(&child).iter().any(|u| {
-            u != uid && store.get_by_uid(u).ok().flatten().is_some()
-        }) {
+        if object::owner_uids(&child)
+            .iter()
+            .any(|u| u != uid && store.get_by_uid(u).ok().flatten().is_some())
+        {
             continue;
         }
         if object::deletion_timestamp(&child).is_some() {
@@ -87,9 +91,14 @@ async fn collect_garbage(store: &Store, removed: &Value) {
             continue;
         };
         // One transaction each: a child removed meanwhile must not block the others.
-        match store.commit(landscaper_store::Transaction::new().delete(key.clone(), None)).await {
+        match store
+            .commit(landscaper_store::Transaction::new().delete(key.clone(), None))
+            .await
+        {
             Ok(_) | Err(landscaper_store::StoreError::NotFound { .. }) => {}
-            Err(e) => tracing::warn!(%key, error = %e, "garbage collection of an owned object failed"),
+            Err(e) => {
+                tracing::warn!(%key, error = %e, "garbage collection of an owned object failed")
+            }
         }
     }
 }

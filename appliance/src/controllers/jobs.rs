@@ -133,7 +133,10 @@ impl WaitIntervals {
         if entry.0 != phase {
             *entry = (phase.to_string(), 0);
         }
-        let d = self.min.saturating_mul(1u32 << entry.1.min(16)).min(self.max);
+        let d = self
+            .min
+            .saturating_mul(1u32 << entry.1.min(16))
+            .min(self.max);
         entry.1 = entry.1.saturating_add(1);
         d
     }
@@ -175,7 +178,9 @@ mod tests {
     fn waits_grow_per_phase() {
         let w = WaitIntervals::new(Duration::from_secs(1), Duration::from_secs(5));
         let k = ObjectKey::new(Kind::Installation, "ns", "a");
-        let seq: Vec<u64> = (0..5).map(|_| w.next(&k, "Progressing").as_secs()).collect();
+        let seq: Vec<u64> = (0..5)
+            .map(|_| w.next(&k, "Progressing").as_secs())
+            .collect();
         assert_eq!(seq, vec![1, 2, 4, 5, 5]);
         assert_eq!(w.next(&k, "Completing"), Duration::from_secs(1));
     }

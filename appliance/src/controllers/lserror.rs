@@ -57,7 +57,11 @@ impl PhaseError {
 
 /// `lserrors.TryUpdateLsError`: the new lastError, keeping the transition time while the
 /// operation stays the same and the update time while nothing changed. `None` clears it.
-pub fn updated_error(last: Option<&StatusError>, new: Option<&LsError>, now: &str) -> Option<StatusError> {
+pub fn updated_error(
+    last: Option<&StatusError>,
+    new: Option<&LsError>,
+    now: &str,
+) -> Option<StatusError> {
     let new = new?;
     let codes = (!new.codes.is_empty()).then(|| new.codes.clone());
     let Some(last) = last else {
@@ -97,10 +101,12 @@ mod tests {
         assert_eq!(first.last_transition_time.as_deref(), Some("t1"));
         let same = updated_error(Some(&first), Some(&LsError::new("Op", "R", "m1")), "t2").unwrap();
         assert_eq!(same, first, "an unchanged error keeps both times");
-        let changed = updated_error(Some(&first), Some(&LsError::new("Op", "R", "m2")), "t3").unwrap();
+        let changed =
+            updated_error(Some(&first), Some(&LsError::new("Op", "R", "m2")), "t3").unwrap();
         assert_eq!(changed.last_transition_time.as_deref(), Some("t1"));
         assert_eq!(changed.last_update_time.as_deref(), Some("t3"));
-        let other = updated_error(Some(&changed), Some(&LsError::new("Op2", "R", "m2")), "t4").unwrap();
+        let other =
+            updated_error(Some(&changed), Some(&LsError::new("Op2", "R", "m2")), "t4").unwrap();
         assert_eq!(other.last_transition_time.as_deref(), Some("t4"));
         assert_eq!(updated_error(Some(&other), None, "t5"), None);
     }

@@ -121,7 +121,8 @@ impl WorkQueue {
                 }
                 // `close` wakes only the workers already waiting; the others notice within a second.
                 None => {
-                    let _ = tokio::time::timeout(Duration::from_secs(1), self.wake.notified()).await;
+                    let _ =
+                        tokio::time::timeout(Duration::from_secs(1), self.wake.notified()).await;
                 }
             }
         }

@@ -37,7 +37,11 @@ impl ReconcileError {
     fn is_conflict(&self) -> bool {
         matches!(
             self,
-            ReconcileError::Store(StoreError::Conflict { .. } | StoreError::AlreadyExists { .. } | StoreError::NotFound { .. })
+            ReconcileError::Store(
+                StoreError::Conflict { .. }
+                    | StoreError::AlreadyExists { .. }
+                    | StoreError::NotFound { .. }
+            )
         )
     }
 }
@@ -73,10 +77,7 @@ impl Backoff {
     pub fn next_delay(&self, key: &ObjectKey) -> Duration {
         let mut f = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         let n = f.entry(key.clone()).or_insert(0);
-        let delay = self
-            .base
-            .saturating_mul(1u32 << (*n).min(20))
-            .min(self.max);
+        let delay = self.base.saturating_mul(1u32 << (*n).min(20)).min(self.max);
         *n = n.saturating_add(1);
         delay
     }

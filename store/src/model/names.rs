@@ -256,7 +256,7 @@ mod data_object_name_tests {
     fn names_follow_landscaper() {
         assert_eq!(generate_data_object_name("", "my-data"), "my-data");
         assert_eq!(generate_data_object_name("Inst.x", "#global"), "global");
-                // Expected values from Python's base64.b32encode(hashlib.sha1(...)).lower().
+        // Expected values from Python's base64.b32encode(hashlib.sha1(...)).lower().
         assert_eq!(
             generate_data_object_name("", "Not_Valid"),
             "xizneb4gu6rrjgapv6edjp47bsa5xbvk"

@@ -245,7 +245,8 @@ fn length(item: &Rv) -> Result<usize, String> {
         Value::String(s) => Ok(s.len()),
         Value::ByteString(b) | Value::Bytes(b) => Ok(b.len()),
         Value::List(l) => Ok(l.len()),
-        Value::Map(m) => Ok(m.borrow().len()),
+        // A Go struct (sprig's certificate) has no length.
+        Value::Map(m) if !matches!(m.elem, Elem::Struct(_)) => Ok(m.borrow().len()),
         v => Err(format!("len of type {}", v.type_name())),
     }
 }
@@ -307,7 +308,7 @@ fn index(item: &Rv, indexes: &[Rv]) -> Result<Rv, String> {
                     None => return Err("reflect: string index out of range".into()),
                 }
             }
-            Value::Map(m) => {
+            Value::Map(m) if !matches!(m.elem, Elem::Struct(_)) => {
                 let key = match &index.v {
                     Value::String(k) => k,
                     Value::Nil => return Err("value is nil; should be of type string".into()),
@@ -442,6 +443,16 @@ fn eq(arg1: &Rv, arg2: &[Rv]) -> Result<bool, String> {
                 // Comparable non-basic types: structs by value, pointers by address.
                 (Value::Time(a), Value::Time(b)) => a == b,
                 (Value::Semver(a), Value::Semver(b)) => Rc::ptr_eq(a, b),
+                // Structs of the same type (sprig's certificate: string fields) by value.
+                (Value::Map(a), Value::Map(b))
+                    if matches!(a.elem, Elem::Struct(_)) && a.elem == b.elem =>
+                {
+                    let (a, b) = (a.borrow(), b.borrow());
+                    a.len() == b.len()
+                        && a.iter()
+                            .zip(b.iter())
+                            .all(|((_, x), (_, y))| x.string_bytes() == y.string_bytes())
+                }
                 _ => {
                     // Non-basic kinds: maps, slices, nil.
                     if !is_nil(v1) && !is_nil(v2) && reflect_kind(v1) != reflect_kind(v2) {

@@ -386,7 +386,8 @@ impl<'a, 'h> State<'a, 'h> {
                 }
                 !items.is_empty()
             }
-            Value::Map(m) => {
+            // A Go struct (sprig's certificate) cannot be ranged over.
+            Value::Map(m) if !matches!(m.elem, Elem::Struct(_)) => {
                 let entries: Vec<(Value, Value)> = m
                     .borrow()
                     .iter()
@@ -692,9 +693,9 @@ impl<'a, 'h> State<'a, 'h> {
                     iface,
                 }),
                 // A struct has its fields, no others.
-                None if is_struct => Err(self.errorf(format_args!(
-                    "can't evaluate field {name} in type {typ}"
-                ))),
+                None if is_struct => {
+                    Err(self.errorf(format_args!("can't evaluate field {name} in type {typ}")))
+                }
                 None => match self.shared.limits.missing_key {
                     MissingKey::Invalid => Ok(Rv::INVALID),
                     MissingKey::Zero => Ok(Rv {

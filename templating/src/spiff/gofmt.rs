@@ -30,7 +30,24 @@ fn shortest_digits(f: f64) -> Digs {
             dp: 0,
         };
     }
-    from_sci(&format!("{:e}", f.abs()))
+    from_sci(&shortest_sci(f.abs()))
+}
+
+/// The shortest decimal that reads back as `f`, in Rust's `{:e}` form; of two equally short
+/// ones, the nearer, and of two equally near, the even one, as Go's `strconv` chooses
+/// (`810506378065051.25` is `8.105063780650512e14`; Rust's `{:e}` says `…513e14`).
+fn shortest_sci(f: f64) -> String {
+    let shortest = format!("{f:e}");
+    let digits = shortest
+        .split_once('e')
+        .map_or(0, |(m, _)| m.bytes().filter(u8::is_ascii_digit).count());
+    // Rust's precision formatting rounds exactly, ties to even.
+    let nearest = format!("{:.*e}", digits.saturating_sub(1), f);
+    if nearest != shortest && nearest.parse::<f64>().ok() == Some(f) {
+        nearest
+    } else {
+        shortest
+    }
 }
 
 /// rounded to `n` significant digits
@@ -549,6 +566,14 @@ mod tests {
         assert_eq!(json_float(1e21), "1e+21");
         assert_eq!(json_float(1e-7), "1e-7");
         assert_eq!(json_float(123456789.0), "123456789");
+        // Two shortest forms, equally near: Go takes the even one.
+        let tie = -810506378065051.25;
+        assert_eq!(format_float(tie, 'g', -1), "-8.105063780650512e+14");
+        assert_eq!(format_float(tie, 'e', -1), "-8.105063780650512e+14");
+        assert_eq!(format_float(tie, 'f', -1), "-810506378065051.2");
+        assert_eq!(json_float(tie), "-810506378065051.2");
+        assert_eq!(format_float(5e-324, 'g', -1), "5e-324");
+        assert_eq!(format_float(2.5e-8, 'g', -1), "2.5e-08");
     }
 
     #[test]

@@ -54,7 +54,10 @@ pub fn landscaper_functions(
     });
     f.register("parseOCIRef", |args| {
         let [repo, version] = oci_ref(args)?;
-        Ok(Value::Array(vec![Value::String(repo), Value::String(version)]))
+        Ok(Value::Array(vec![
+            Value::String(repo),
+            Value::String(version),
+        ]))
     });
     f.register("ociRefRepo", |args| {
         let [repo, _] = oci_ref(args)?;

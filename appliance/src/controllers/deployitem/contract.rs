@@ -54,7 +54,7 @@ pub struct Timeouts {
 pub enum TargetLookup {
     /// The item names no target.
     NotReferenced,
-    Found(ResolvedTarget),
+    Found(Box<ResolvedTarget>),
     /// The named Target does not exist.
     NotFound,
     /// The Target exists but could not be resolved (e.g. its Secret is missing); retried.
@@ -64,7 +64,7 @@ pub enum TargetLookup {
 impl TargetLookup {
     pub fn resolved(&self) -> Option<&ResolvedTarget> {
         match self {
-            TargetLookup::Found(t) => Some(t),
+            TargetLookup::Found(t) => Some(t.as_ref()),
             _ => None,
         }
     }
@@ -161,7 +161,8 @@ pub fn has_delete_without_uninstall(item: &DeployItem) -> bool {
 
 /// `jobID == jobIDFinished` (both absent counts as equal).
 pub fn is_job_finished(status: &DeployItemStatus) -> bool {
-    status.job_id.as_deref().unwrap_or_default() == status.job_id_finished.as_deref().unwrap_or_default()
+    status.job_id.as_deref().unwrap_or_default()
+        == status.job_id_finished.as_deref().unwrap_or_default()
 }
 
 fn phase_is_final(status: &DeployItemStatus) -> bool {
@@ -218,7 +219,8 @@ pub fn progressing_deadline(
         .timeout
         .as_ref()
         .map_or(timeouts.progressing, |t| t.to_std());
-    init.checked_add(SignedDuration::try_from(timeout).ok()?).ok()
+    init.checked_add(SignedDuration::try_from(timeout).ok()?)
+        .ok()
 }
 
 fn progressing_timeout_exceeded(
@@ -525,8 +527,8 @@ pub fn plan(input: &Input<'_>, new_job_id: impl FnOnce() -> String) -> Plan {
     let operation = if deleting { "delete" } else { "reconcile" };
     plan.add_finalizer = !deleting;
     if let Err(message) = validate_target(input.target.resolved()) {
-        let error = LsError::new(operation, "ValidateTarget", message)
-            .with_code(ERR_CONFIGURATION_PROBLEM);
+        let error =
+            LsError::new(operation, "ValidateTarget", message).with_code(ERR_CONFIGURATION_PROBLEM);
         plan.decision = fail_with(input, status, &error, Conclusion::InvalidTarget, &now);
         return plan;
     }
@@ -541,7 +543,13 @@ pub fn plan(input: &Input<'_>, new_job_id: impl FnOnce() -> String) -> Plan {
             "provider configuration missing",
         )
         .with_code(ERR_CONFIGURATION_PROBLEM);
-        plan.decision = fail_with(input, status, &error, Conclusion::ConfigurationMissing, &now);
+        plan.decision = fail_with(
+            input,
+            status,
+            &error,
+            Conclusion::ConfigurationMissing,
+            &now,
+        );
         return plan;
     }
     if progressing_timeout_exceeded(item, &status, input.now, input.timeouts) {
@@ -614,7 +622,7 @@ pub enum DeleteStep {
     Remove,
     /// Still deleting, or failed: write the status, look again if not final.
     Keep {
-        status: DeployItemStatus,
+        status: Box<DeployItemStatus>,
         requeue_after: Option<Duration>,
     },
 }
@@ -637,7 +645,7 @@ pub fn apply_delete_result(
     };
     let requeue_after = requeue_after(item, &status, now, timeouts);
     DeleteStep::Keep {
-        status,
+        status: Box::new(status),
         requeue_after,
     }
 }

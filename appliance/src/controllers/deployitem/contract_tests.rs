@@ -11,8 +11,8 @@ use landscaper_store::model::constants::{
     MOCK_DEPLOYER_TYPE, OPERATION_ANNOTATION, OPERATION_TEST_RECONCILE,
 };
 use landscaper_store::model::{
-    DeployItem, DeployItemStatus, DeployerInformation, Duration as LsDuration, Error as StatusError,
-    ObjectMeta, ObjectReference, Phase, Target, TargetSpec, TransitionTimes,
+    DeployItem, DeployItemStatus, DeployerInformation, Duration as LsDuration,
+    Error as StatusError, ObjectMeta, ObjectReference, Phase, Target, TargetSpec, TransitionTimes,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -56,7 +56,9 @@ fn triggered(deployer_type: &str) -> DeployItem {
         ..Default::default()
     };
     di.spec.r#type = deployer_type.into();
-    di.spec.config = Some(json!({"apiVersion": "mock.deployer.landscaper.gardener.cloud/v1alpha1", "kind": "ProviderConfiguration"}));
+    di.spec.config = Some(
+        json!({"apiVersion": "mock.deployer.landscaper.gardener.cloud/v1alpha1", "kind": "ProviderConfiguration"}),
+    );
     di.status = Some(DeployItemStatus {
         phase: Some(Phase::Succeeded),
         observed_generation: 1,
@@ -101,7 +103,13 @@ fn deleting(mut di: DeployItem) -> DeployItem {
     di
 }
 
-fn run_with(di: &DeployItem, served: bool, target: TargetLookup, context_error: Option<&str>, timeouts: Timeouts) -> Plan {
+fn run_with(
+    di: &DeployItem,
+    served: bool,
+    target: TargetLookup,
+    context_error: Option<&str>,
+    timeouts: Timeouts,
+) -> Plan {
     let info = info();
     let input = Input {
         item: di,
@@ -140,8 +148,9 @@ fn concluded(decision: &Decision) -> (&DeployItemStatus, Conclusion, Option<Dura
 }
 
 fn cluster_target(user: Value) -> TargetLookup {
-    let kubeconfig = json!({"apiVersion": "v1", "kind": "Config", "users": [{"name": "u", "user": user}]});
-    TargetLookup::Found(ResolvedTarget::inline(Target {
+    let kubeconfig =
+        json!({"apiVersion": "v1", "kind": "Config", "users": [{"name": "u", "user": user}]});
+    TargetLookup::Found(Box::new(ResolvedTarget::inline(Target {
         metadata: ObjectMeta::namespaced("ns", "cluster"),
         spec: TargetSpec {
             r#type: "landscaper.gardener.cloud/kubernetes-cluster".into(),
@@ -149,7 +158,7 @@ fn cluster_target(user: Value) -> TargetLookup {
             secret_ref: None,
         },
         ..Default::default()
-    }))
+    })))
 }
 
 fn error_codes(status: &DeployItemStatus) -> Vec<String> {
@@ -166,12 +175,21 @@ fn error_codes(status: &DeployItemStatus) -> Vec<String> {
 fn finished_items_are_left_alone() {
     let mut di = triggered(MOCK_DEPLOYER_TYPE);
     di.status.as_mut().unwrap().job_id_finished = Some("j2".into());
-    assert_eq!(run(&di, true, TargetLookup::NotReferenced).decision, Decision::Skip);
-    assert_eq!(run(&di, false, TargetLookup::NotReferenced).decision, Decision::Skip);
+    assert_eq!(
+        run(&di, true, TargetLookup::NotReferenced).decision,
+        Decision::Skip
+    );
+    assert_eq!(
+        run(&di, false, TargetLookup::NotReferenced).decision,
+        Decision::Skip
+    );
     // An item without any status has no job.
     let mut fresh = triggered(MOCK_DEPLOYER_TYPE);
     fresh.status = None;
-    assert_eq!(run(&fresh, true, TargetLookup::NotReferenced).decision, Decision::Skip);
+    assert_eq!(
+        run(&fresh, true, TargetLookup::NotReferenced).decision,
+        Decision::Skip
+    );
 }
 
 #[test]
@@ -189,7 +207,11 @@ fn a_new_job_is_picked_up_with_init() {
     assert_eq!(status.deployer, Some(info()));
     let times = status.transition_times.as_ref().unwrap();
     assert_eq!(times.init_time.as_deref(), Some(at(0).as_str()));
-    assert_eq!(times.trigger_time.as_deref(), Some(at(-1).as_str()), "trigger time is kept");
+    assert_eq!(
+        times.trigger_time.as_deref(),
+        Some(at(-1).as_str()),
+        "trigger time is kept"
+    );
     assert_eq!(status.last_error, None, "errors are reset");
     assert_eq!(status.job_id_finished.as_deref(), Some("j1"));
     assert!(has_been_picked_up(status));
@@ -206,7 +228,11 @@ fn an_empty_phase_is_picked_up_and_a_running_phase_is_continued() {
     let plan = run(&di, true, TargetLookup::NotReferenced);
     let status = status_of(&plan.decision);
     assert!(matches!(plan.decision, Decision::CallReconcile { .. }));
-    assert_eq!(status, di.status.as_ref().unwrap(), "a running job is not re-initialised");
+    assert_eq!(
+        status,
+        di.status.as_ref().unwrap(),
+        "a running job is not re-initialised"
+    );
 }
 
 #[test]
@@ -227,7 +253,10 @@ fn delete_without_uninstall_only_removes_the_finalizer() {
     di.metadata
         .set_annotation(DELETE_WITHOUT_UNINSTALL_ANNOTATION, "true");
     let plan = run(&di, true, TargetLookup::NotReferenced);
-    assert!(matches!(plan.decision, Decision::RemoveFinalizerOnly { .. }), "{plan:?}");
+    assert!(
+        matches!(plan.decision, Decision::RemoveFinalizerOnly { .. }),
+        "{plan:?}"
+    );
     // Only the value "true" counts.
     di.metadata
         .set_annotation(DELETE_WITHOUT_UNINSTALL_ANNOTATION, "yes");
@@ -255,11 +284,20 @@ fn update_on_change_only_finishes_an_unchanged_success_without_the_deployer() {
     // A changed spec, a failed last run or a deletion are reconciled.
     let mut changed = di.clone();
     changed.metadata.generation = Some(3);
-    assert!(matches!(run(&changed, true, TargetLookup::NotReferenced).decision, Decision::CallReconcile { .. }));
+    assert!(matches!(
+        run(&changed, true, TargetLookup::NotReferenced).decision,
+        Decision::CallReconcile { .. }
+    ));
     let mut failed = di.clone();
     failed.status.as_mut().unwrap().phase = Some(Phase::Failed);
-    assert!(matches!(run(&failed, true, TargetLookup::NotReferenced).decision, Decision::CallReconcile { .. }));
-    assert!(matches!(run(&deleting(di), true, TargetLookup::NotReferenced).decision, Decision::CallDelete { .. }));
+    assert!(matches!(
+        run(&failed, true, TargetLookup::NotReferenced).decision,
+        Decision::CallReconcile { .. }
+    ));
+    assert!(matches!(
+        run(&deleting(di), true, TargetLookup::NotReferenced).decision,
+        Decision::CallDelete { .. }
+    ));
 }
 
 #[test]
@@ -278,7 +316,10 @@ fn test_reconcile_starts_a_job_on_a_finished_item() {
     let times = status.transition_times.as_ref().unwrap();
     assert_eq!(times.trigger_time.as_deref(), Some(at(0).as_str()));
     // Without a deployer nothing happens.
-    assert_eq!(run(&di, false, TargetLookup::NotReferenced).decision, Decision::Skip);
+    assert_eq!(
+        run(&di, false, TargetLookup::NotReferenced).decision,
+        Decision::Skip
+    );
 }
 
 // --- preconditions -----------------------------------------------------------------------------
@@ -294,10 +335,16 @@ fn a_missing_target_fails_the_item() {
     assert_eq!(status.job_id_finished.as_deref(), Some("j2"));
     let e = status.last_error.as_ref().unwrap();
     assert_eq!(e.reason, "NoTargetFound");
-    assert_eq!(e.message, "setting deploy item to failed due to missing target");
+    assert_eq!(
+        e.message,
+        "setting deploy item to failed due to missing target"
+    );
     assert_eq!(requeue, None);
     // It was not picked up: the old reconcile time stays.
-    assert_eq!(status.last_reconcile_time.as_deref(), Some(at(-100).as_str()));
+    assert_eq!(
+        status.last_reconcile_time.as_deref(),
+        Some(at(-100).as_str())
+    );
 
     let plan = run(&deleting(di), true, TargetLookup::NotFound);
     assert_eq!(concluded(&plan.decision).0.phase, Some(Phase::DeleteFailed));
@@ -306,7 +353,11 @@ fn a_missing_target_fails_the_item() {
 #[test]
 fn an_invalid_target_kubeconfig_is_a_configuration_problem() {
     let di = triggered(MOCK_DEPLOYER_TYPE);
-    let plan = run(&di, true, cluster_target(json!({"tokenFile": "/var/run/token"})));
+    let plan = run(
+        &di,
+        true,
+        cluster_target(json!({"tokenFile": "/var/run/token"})),
+    );
     assert!(plan.add_finalizer);
     let (status, conclusion, requeue) = concluded(&plan.decision);
     assert_eq!(conclusion, Conclusion::InvalidTarget);
@@ -314,13 +365,25 @@ fn an_invalid_target_kubeconfig_is_a_configuration_problem() {
     assert_eq!(status.job_id_finished.as_deref(), Some("j2"));
     assert_eq!(requeue, None);
     let e = status.last_error.as_ref().unwrap();
-    assert_eq!((e.operation.as_str(), e.reason.as_str()), ("reconcile", "ValidateTarget"));
-    assert!(e.message.contains("token files are not supported in a target kubeconfig"), "{}", e.message);
+    assert_eq!(
+        (e.operation.as_str(), e.reason.as_str()),
+        ("reconcile", "ValidateTarget")
+    );
+    assert!(
+        e.message
+            .contains("token files are not supported in a target kubeconfig"),
+        "{}",
+        e.message
+    );
     assert_eq!(error_codes(status), vec![ERR_CONFIGURATION_PROBLEM]);
     // Picked up first, as the deployer library does.
     assert_eq!(status.last_reconcile_time.as_deref(), Some(at(0).as_str()));
 
-    let plan = run(&deleting(di.clone()), true, cluster_target(json!({"exec": {"command": "x"}})));
+    let plan = run(
+        &deleting(di.clone()),
+        true,
+        cluster_target(json!({"exec": {"command": "x"}})),
+    );
     let (status, _, _) = concluded(&plan.decision);
     assert_eq!(status.phase, Some(Phase::DeleteFailed));
     assert_eq!(status.last_error.as_ref().unwrap().operation, "delete");
@@ -353,12 +416,25 @@ fn a_missing_context_is_retried() {
     let mut di = triggered(MOCK_DEPLOYER_TYPE);
     di.spec.context = Some("other".into());
     let message = "contexts.landscaper.gardener.cloud \"other\" not found";
-    let plan = run_with(&di, true, TargetLookup::NotReferenced, Some(message), timeouts());
+    let plan = run_with(
+        &di,
+        true,
+        TargetLookup::NotReferenced,
+        Some(message),
+        timeouts(),
+    );
     let (status, conclusion, requeue) = concluded(&plan.decision);
     assert_eq!(conclusion, Conclusion::ContextMissing);
-    assert_eq!(status.phase, Some(Phase::Init), "recoverable: the phase stays");
+    assert_eq!(
+        status.phase,
+        Some(Phase::Init),
+        "recoverable: the phase stays"
+    );
     assert_eq!(status.job_id_finished.as_deref(), Some("j1"));
-    assert_eq!(status.last_error.as_ref().unwrap().reason, "GetLandscaperContext");
+    assert_eq!(
+        status.last_error.as_ref().unwrap().reason,
+        "GetLandscaperContext"
+    );
     assert_eq!(requeue, Some(RETRY_INTERVAL));
 }
 
@@ -397,7 +473,10 @@ fn the_progressing_timeout_fails_a_running_item() {
     let plan = run(&di, true, TargetLookup::NotReferenced);
     let status = status_of(&plan.decision).clone();
     assert!(matches!(plan.decision, Decision::CallReconcile { .. }));
-    assert_eq!(requeue_after(&di, &status, now(), timeouts()), Some(Duration::from_secs(1)));
+    assert_eq!(
+        requeue_after(&di, &status, now(), timeouts()),
+        Some(Duration::from_secs(1))
+    );
 }
 
 #[test]
@@ -406,7 +485,10 @@ fn the_default_progressing_timeout_comes_from_the_configuration() {
     let plan = run(&di, true, TargetLookup::NotReferenced);
     assert_eq!(concluded(&plan.decision).1, Conclusion::ProgressingTimeout);
     let di = running(Phase::Progressing, 599);
-    assert!(matches!(run(&di, true, TargetLookup::NotReferenced).decision, Decision::CallReconcile { .. }));
+    assert!(matches!(
+        run(&di, true, TargetLookup::NotReferenced).decision,
+        Decision::CallReconcile { .. }
+    ));
     let short = Timeouts {
         progressing: Duration::from_secs(60),
         ..timeouts()
@@ -429,14 +511,20 @@ fn delete_without_uninstall_is_not_subject_to_the_progressing_timeout() {
     di.metadata
         .set_annotation(DELETE_WITHOUT_UNINSTALL_ANNOTATION, "true");
     let plan = run(&di, true, TargetLookup::NotReferenced);
-    assert!(matches!(plan.decision, Decision::RemoveFinalizerOnly { .. }));
+    assert!(matches!(
+        plan.decision,
+        Decision::RemoveFinalizerOnly { .. }
+    ));
 }
 
 // --- pickup timeout ------------------------------------------------------------------------------
 
+/// A triggered item whose job was generated `secs` ago and not picked up since.
 fn waiting_for(secs: i64, deployer_type: &str) -> DeployItem {
     let mut di = triggered(deployer_type);
-    di.status.as_mut().unwrap().job_id_generation_time = Some(at(-secs));
+    let status = di.status.as_mut().unwrap();
+    status.job_id_generation_time = Some(at(-secs));
+    status.last_reconcile_time = Some(at(-secs - 50));
     di
 }
 
@@ -462,18 +550,34 @@ fn an_unknown_type_waits_for_pickup_then_fails() {
     assert_eq!(status.job_id_finished.as_deref(), Some("j2"));
     assert_eq!(status.observed_generation, 2);
     let e = status.last_error.as_ref().unwrap();
-    assert_eq!((e.operation.as_str(), e.reason.as_str()), ("WaitingForPickup", "PickupTimeout"));
-    assert_eq!(e.message, "no deployer has reconciled this deployitem within 300 seconds");
+    assert_eq!(
+        (e.operation.as_str(), e.reason.as_str()),
+        ("WaitingForPickup", "PickupTimeout")
+    );
+    assert_eq!(
+        e.message,
+        "no deployer has reconciled this deployitem within 300 seconds"
+    );
     assert_eq!(error_codes(status), vec![ERR_TIMEOUT]);
     assert_eq!(
-        status.transition_times.as_ref().unwrap().finished_time.as_deref(),
+        status
+            .transition_times
+            .as_ref()
+            .unwrap()
+            .finished_time
+            .as_deref(),
         Some(at(0).as_str())
     );
-    assert_eq!(status.first_error.as_ref().map(|e| e.reason.as_str()), Some("old"));
+    assert_eq!(status.first_error.as_ref(), status.last_error.as_ref());
     assert_eq!(status.last_errors.as_ref().map(Vec::len), Some(1));
 
     let plan = run(&di, false, TargetLookup::NotFound);
-    let message = &concluded(&plan.decision).0.last_error.as_ref().unwrap().message;
+    let message = &concluded(&plan.decision)
+        .0
+        .last_error
+        .as_ref()
+        .unwrap()
+        .message;
     assert_eq!(
         message,
         "no deployer has reconciled this deployitem within 300 seconds, probably because the referenced Target does not exist"
@@ -487,12 +591,21 @@ fn an_unknown_type_waits_for_pickup_then_fails() {
 fn the_pickup_check_can_be_disabled_and_ignores_picked_up_items() {
     let di = waiting_for(1000, UNKNOWN_TYPE);
     for pickup in [None, Some(Duration::ZERO)] {
-        let t = Timeouts { pickup, ..timeouts() };
-        assert_eq!(run_with(&di, false, TargetLookup::NotReferenced, None, t).decision, Decision::Skip);
+        let t = Timeouts {
+            pickup,
+            ..timeouts()
+        };
+        assert_eq!(
+            run_with(&di, false, TargetLookup::NotReferenced, None, t).decision,
+            Decision::Skip
+        );
     }
     let mut picked = di.clone();
     picked.status.as_mut().unwrap().last_reconcile_time = Some(at(-999));
-    assert_eq!(run(&picked, false, TargetLookup::NotReferenced).decision, Decision::Skip);
+    assert_eq!(
+        run(&picked, false, TargetLookup::NotReferenced).decision,
+        Decision::Skip
+    );
     // Without a generation time the item has waited for nothing yet.
     let mut untimed = di;
     untimed.status.as_mut().unwrap().job_id_generation_time = None;
@@ -518,12 +631,21 @@ fn an_unresolvable_target_is_retried_until_a_timeout() {
         }
     );
     let di = waiting_for(301, MOCK_DEPLOYER_TYPE);
-    assert_eq!(concluded(&run(&di, true, blocked()).decision).1, Conclusion::PickupTimeout);
+    assert_eq!(
+        concluded(&run(&di, true, blocked()).decision).1,
+        Conclusion::PickupTimeout
+    );
     // Once picked up, the progressing timeout ends the wait.
     let di = running(Phase::Progressing, 601);
-    assert_eq!(concluded(&run(&di, true, blocked()).decision).1, Conclusion::ProgressingTimeout);
+    assert_eq!(
+        concluded(&run(&di, true, blocked()).decision).1,
+        Conclusion::ProgressingTimeout
+    );
     let di = running(Phase::Progressing, 10);
-    assert!(matches!(run(&di, true, blocked()).decision, Decision::Wait { .. }));
+    assert!(matches!(
+        run(&di, true, blocked()).decision,
+        Decision::Wait { .. }
+    ));
 }
 
 // --- deployer answers ----------------------------------------------------------------------------
@@ -546,16 +668,36 @@ fn answer(phase: Option<Phase>) -> ReconcileResult {
 #[test]
 fn a_final_phase_finishes_the_job_in_the_same_status() {
     let (item, status) = picked(&triggered(MOCK_DEPLOYER_TYPE));
-    let step = apply_reconcile_result(&item, status, Ok(answer(Some(Phase::Succeeded))), now(), timeouts());
+    let step = apply_reconcile_result(
+        &item,
+        status,
+        Ok(answer(Some(Phase::Succeeded))),
+        now(),
+        timeouts(),
+    );
     assert_eq!(step.status.phase, Some(Phase::Succeeded));
     assert_eq!(step.status.job_id_finished.as_deref(), Some("j2"));
     assert_eq!(
-        step.status.transition_times.as_ref().unwrap().finished_time.as_deref(),
+        step.status
+            .transition_times
+            .as_ref()
+            .unwrap()
+            .finished_time
+            .as_deref(),
         Some(at(0).as_str())
     );
-    assert_eq!(step.status.provider_status, Some(json!({"kind": "ProviderStatus"})));
-    assert_eq!(step.status.export_reference, Some(ObjectReference::new("ns", "di-export")));
-    assert_eq!(step.export, Some((ObjectReference::new("ns", "di-export"), json!({"a": 1}))));
+    assert_eq!(
+        step.status.provider_status,
+        Some(json!({"kind": "ProviderStatus"}))
+    );
+    assert_eq!(
+        step.status.export_reference,
+        Some(ObjectReference::new("ns", "di-export"))
+    );
+    assert_eq!(
+        step.export,
+        Some((ObjectReference::new("ns", "di-export"), json!({"a": 1})))
+    );
     assert_eq!(step.requeue_after, None);
     assert_eq!(step.status.last_error, None);
 }
@@ -563,12 +705,24 @@ fn a_final_phase_finishes_the_job_in_the_same_status() {
 #[test]
 fn a_running_phase_keeps_the_job_open_and_requeues() {
     let (item, status) = picked(&triggered(MOCK_DEPLOYER_TYPE));
-    let step = apply_reconcile_result(&item, status.clone(), Ok(answer(Some(Phase::Progressing))), now(), timeouts());
+    let step = apply_reconcile_result(
+        &item,
+        status.clone(),
+        Ok(answer(Some(Phase::Progressing))),
+        now(),
+        timeouts(),
+    );
     assert_eq!(step.status.phase, Some(Phase::Progressing));
     assert_eq!(step.status.job_id_finished.as_deref(), Some("j1"));
     assert_eq!(step.requeue_after, Some(RETRY_INTERVAL));
     // No phase in the answer keeps the current one.
-    let step = apply_reconcile_result(&item, status, Ok(ReconcileResult::default()), now(), timeouts());
+    let step = apply_reconcile_result(
+        &item,
+        status,
+        Ok(ReconcileResult::default()),
+        now(),
+        timeouts(),
+    );
     assert_eq!(step.status.phase, Some(Phase::Init));
     assert_eq!(step.export, None);
     assert_eq!(step.status.export_reference, None);
@@ -578,12 +732,21 @@ fn a_running_phase_keeps_the_job_open_and_requeues() {
 fn recoverable_errors_keep_the_phase_and_unrecoverable_ones_fail() {
     let (item, status) = picked(&running(Phase::Progressing, 10));
     let transient = DeployerError::new("reconcile", "ApplyFailed", "connection refused");
-    let step = apply_reconcile_result(&item, status.clone(), Err(transient.clone()), now(), timeouts());
+    let step = apply_reconcile_result(
+        &item,
+        status.clone(),
+        Err(transient.clone()),
+        now(),
+        timeouts(),
+    );
     assert_eq!(step.status.phase, Some(Phase::Progressing));
     assert_eq!(step.status.job_id_finished.as_deref(), Some("j1"));
     assert_eq!(step.requeue_after, Some(RETRY_INTERVAL));
     let e = step.status.last_error.as_ref().unwrap();
-    assert_eq!((e.reason.as_str(), e.message.as_str()), ("ApplyFailed", "connection refused"));
+    assert_eq!(
+        (e.reason.as_str(), e.message.as_str()),
+        ("ApplyFailed", "connection refused")
+    );
     assert_eq!(step.status.first_error.as_ref(), Some(e));
 
     let fatal = transient.with_code(ERR_CONFIGURATION_PROBLEM);
@@ -608,7 +771,13 @@ fn last_errors_keep_the_last_five_and_first_error_the_first() {
         let e = LsError::new("op", "r", format!("m{i}"));
         status = handle_reconcile_result(status, Some(&e), false, &at(i));
     }
-    let messages: Vec<_> = status.last_errors.as_ref().unwrap().iter().map(|e| e.message.as_str()).collect();
+    let messages: Vec<_> = status
+        .last_errors
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|e| e.message.as_str())
+        .collect();
     assert_eq!(messages, vec!["m3", "m4", "m5", "m6", "m7"]);
     assert_eq!(status.first_error.as_ref().unwrap().message, "m0");
     assert_eq!(status.last_error.as_ref().unwrap().message, "m7");
@@ -623,10 +792,27 @@ fn last_errors_keep_the_last_five_and_first_error_the_first() {
 fn delete_answers() {
     let di = deleting(triggered(MOCK_DEPLOYER_TYPE));
     let status = status_of(&run(&di, true, TargetLookup::NotReferenced).decision).clone();
-    assert_eq!(apply_delete_result(&di, status.clone(), Ok(DeleteResult::Deleted), now(), timeouts()), DeleteStep::Remove);
+    assert_eq!(
+        apply_delete_result(
+            &di,
+            status.clone(),
+            Ok(DeleteResult::Deleted),
+            now(),
+            timeouts()
+        ),
+        DeleteStep::Remove
+    );
 
-    let DeleteStep::Keep { status: pending, requeue_after } =
-        apply_delete_result(&di, status.clone(), Ok(DeleteResult::Pending), now(), timeouts())
+    let DeleteStep::Keep {
+        status: pending,
+        requeue_after,
+    } = apply_delete_result(
+        &di,
+        status.clone(),
+        Ok(DeleteResult::Pending),
+        now(),
+        timeouts(),
+    )
     else {
         panic!()
     };
@@ -634,21 +820,27 @@ fn delete_answers() {
     assert_eq!(requeue_after, Some(RETRY_INTERVAL));
 
     let err = DeployerError::new("delete", "DeleteWithUninstall", "boom");
-    let DeleteStep::Keep { status: retry, requeue_after } =
-        apply_delete_result(&di, status.clone(), Err(err.clone()), now(), timeouts())
+    let DeleteStep::Keep {
+        status: retry,
+        requeue_after,
+    } = apply_delete_result(&di, status.clone(), Err(err.clone()), now(), timeouts())
     else {
         panic!()
     };
     assert_eq!(retry.phase, Some(Phase::InitDelete));
     assert_eq!(requeue_after, Some(RETRY_INTERVAL));
 
-    let DeleteStep::Keep { status: failed, requeue_after } = apply_delete_result(
+    let DeleteStep::Keep {
+        status: failed,
+        requeue_after,
+    } = apply_delete_result(
         &di,
         status,
         Err(err.with_code(ERR_TIMEOUT)),
         now(),
         timeouts(),
-    ) else {
+    )
+    else {
         panic!()
     };
     assert_eq!(failed.phase, Some(Phase::DeleteFailed));
@@ -659,8 +851,14 @@ fn delete_answers() {
 #[test]
 fn short_names_of_deployer_types() {
     assert_eq!(deployer_short_name(MOCK_DEPLOYER_TYPE), "mock");
-    assert_eq!(deployer_short_name("landscaper.gardener.cloud/kubernetes-manifest"), "manifest");
-    assert_eq!(deployer_short_name("landscaper.gardener.cloud/helm"), "helm");
+    assert_eq!(
+        deployer_short_name("landscaper.gardener.cloud/kubernetes-manifest"),
+        "manifest"
+    );
+    assert_eq!(
+        deployer_short_name("landscaper.gardener.cloud/helm"),
+        "helm"
+    );
     assert_eq!(deployer_short_name("example.com/x"), "example.com/x");
 }
 
@@ -681,7 +879,11 @@ fn phase_strategy() -> impl Strategy<Value = Option<Phase>> {
 }
 
 fn job_strategy() -> impl Strategy<Value = Option<String>> {
-    prop_oneof![Just(None), Just(Some("a".to_string())), Just(Some("b".to_string()))]
+    prop_oneof![
+        Just(None),
+        Just(Some("a".to_string())),
+        Just(Some("b".to_string()))
+    ]
 }
 
 fn time_strategy() -> impl Strategy<Value = Option<String>> {
@@ -713,7 +915,7 @@ prop_compose! {
         observed in 0i64..3,
         has_config in any::<bool>(),
         timeout in prop_oneof![Just(None), Just(Some("none")), Just(Some("30s")), Just(Some("1h"))],
-        previous_errors in 0usize..7,
+        previous_errors in 0usize..=MAX_LAST_ERRORS,
     ) -> DeployItem {
         let mut di = triggered(MOCK_DEPLOYER_TYPE);
         di.spec.update_on_change_only = Some(update_on_change_only);
@@ -764,7 +966,12 @@ fn check_status_invariants(
             status.phase
         );
     }
-    prop_assert!(status.last_errors.as_ref().is_none_or(|l| l.len() <= MAX_LAST_ERRORS));
+    prop_assert!(
+        status
+            .last_errors
+            .as_ref()
+            .is_none_or(|l| l.len() <= MAX_LAST_ERRORS)
+    );
     if !has_test_reconcile(input) {
         prop_assert_eq!(&status.job_id, &input.status.as_ref().unwrap().job_id);
     }
@@ -791,10 +998,11 @@ proptest! {
             prop_assert!(served && !is_deleting(&di));
         }
         if !served {
-            prop_assert!(matches!(
+            let pickup_only = matches!(
                 plan.decision,
                 Decision::Skip | Decision::Wait { .. } | Decision::Conclude { conclusion: Conclusion::PickupTimeout, .. }
-            ));
+            );
+            prop_assert!(pickup_only, "unserved items only get the pickup check: {:?}", plan.decision);
         }
         match &plan.decision {
             Decision::Skip => {}
@@ -836,7 +1044,7 @@ proptest! {
             let result = if fails { Err(error) } else { Ok(DeleteResult::Pending) };
             match apply_delete_result(&item, status, result, later, timeouts()) {
                 DeleteStep::Remove => return Ok(()),
-                DeleteStep::Keep { status, requeue_after } => (status, requeue_after),
+                DeleteStep::Keep { status, requeue_after } => (*status, requeue_after),
             }
         } else {
             let result = if fails { Err(error) } else { Ok(ReconcileResult { phase, ..Default::default() }) };

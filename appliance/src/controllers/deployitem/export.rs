@@ -134,8 +134,10 @@ mod tests {
             assert_eq!(base64(plain.as_bytes()), encoded);
         }
         let all: Vec<u8> = (0..=255).collect();
-        let mut s = Secret::default();
-        s.data = Some([("k".to_string(), base64(&all))].into());
+        let s = Secret {
+            data: Some([("k".to_string(), base64(&all))].into()),
+            ..Default::default()
+        };
         assert_eq!(s.decoded_data()["k"], all);
     }
 
@@ -151,12 +153,24 @@ mod tests {
         assert_eq!(typed.decoded_data()["config"], br#"{"a":{"b":1}}"#.to_vec());
         let owners = typed.metadata.owner_references.unwrap();
         assert_eq!(owners.len(), 1);
-        assert_eq!((owners[0].kind.as_str(), owners[0].uid.as_str()), ("DeployItem", "u-1"));
+        assert_eq!(
+            (owners[0].kind.as_str(), owners[0].uid.as_str()),
+            ("DeployItem", "u-1")
+        );
         assert_eq!(owners[0].controller, None);
         // Writing the same export again changes nothing.
-        assert_eq!(export_secret(&di, &r, &json!({"a": {"b": 1}}), Some(&secret)), None);
+        assert_eq!(
+            export_secret(&di, &r, &json!({"a": {"b": 1}}), Some(&secret)),
+            None
+        );
         let changed = export_secret(&di, &r, &json!(2), Some(&secret)).unwrap();
-        assert_eq!(changed["metadata"]["ownerReferences"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            changed["metadata"]["ownerReferences"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[test]

@@ -95,7 +95,9 @@ impl DeployItemReconciler {
             }
         };
         let Some(secret_ref) = target.spec.secret_ref.clone() else {
-            return Ok(TargetLookup::Found(ResolvedTarget::inline(target)));
+            return Ok(TargetLookup::Found(Box::new(ResolvedTarget::inline(
+                target,
+            ))));
         };
         let key = ObjectKey::new(Kind::Secret, namespace, &secret_ref.name);
         let secret: Secret = match self.context.store.get(&key)?.map(|v| from_value(&v)) {
@@ -114,7 +116,7 @@ impl DeployItemReconciler {
             }
         };
         Ok(match ResolvedTarget::from_secret(target, &secret) {
-            Ok(t) => TargetLookup::Found(t),
+            Ok(t) => TargetLookup::Found(Box::new(t)),
             Err(e) => TargetLookup::Unresolvable(format!(
                 "unable to resolve target {namespace}/{}: {e}",
                 reference.name
@@ -137,7 +139,9 @@ impl DeployItemReconciler {
         let key = ObjectKey::new(Kind::Context, item.metadata.namespace(), name);
         Ok(match self.context.store.get(&key)? {
             Some(_) => None,
-            None => Some(format!("contexts.landscaper.gardener.cloud {name:?} not found")),
+            None => Some(format!(
+                "contexts.landscaper.gardener.cloud {name:?} not found"
+            )),
         })
     }
 
@@ -149,7 +153,12 @@ impl DeployItemReconciler {
     }
 
     /// Writes the item with `status` and the plan's metadata edits, if anything changed.
-    fn item_write(raw: &Value, status: &DeployItemStatus, plan: &Plan, tx: Transaction) -> Transaction {
+    fn item_write(
+        raw: &Value,
+        status: &DeployItemStatus,
+        plan: &Plan,
+        tx: Transaction,
+    ) -> Transaction {
         let mut updated = jobs::with_status(raw.clone(), status);
         if plan.add_finalizer {
             jobs::add_finalizer(&mut updated, LANDSCAPER_FINALIZER);
@@ -157,12 +166,21 @@ impl DeployItemReconciler {
         if plan.remove_test_reconcile_annotation {
             jobs::set_annotation(&mut updated, OPERATION_ANNOTATION, None);
         }
-        if &updated == raw { tx } else { tx.update(updated) }
+        if &updated == raw {
+            tx
+        } else {
+            tx.update(updated)
+        }
     }
 
     /// Removes the finalizer; when that removes the item, its export Secret goes with it (the
     /// store has no garbage collector for owned objects).
-    fn removal(&self, raw: &Value, item: &DeployItem, plan: &Plan) -> Result<Transaction, ReconcileError> {
+    fn removal(
+        &self,
+        raw: &Value,
+        item: &DeployItem,
+        plan: &Plan,
+    ) -> Result<Transaction, ReconcileError> {
         let mut updated = raw.clone();
         if plan.remove_test_reconcile_annotation {
             jobs::set_annotation(&mut updated, OPERATION_ANNOTATION, None);
@@ -173,7 +191,10 @@ impl DeployItemReconciler {
             tx = tx.update(updated.clone());
         }
         if object::finalizers(&updated).is_empty()
-            && let Some(reference) = item.status.as_ref().and_then(|s| s.export_reference.as_ref())
+            && let Some(reference) = item
+                .status
+                .as_ref()
+                .and_then(|s| s.export_reference.as_ref())
         {
             tx = self.export_deletion(item, reference, tx)?;
         }
@@ -230,7 +251,9 @@ impl DeployItemReconciler {
         if let Some((reference, value)) = &step.export {
             let key = ObjectKey::new(Kind::Secret, &reference.namespace, &reference.name);
             let existing = self.context.store.get(&key)?;
-            if let Some(secret) = export::export_secret(&picked, reference, value, existing.as_ref()) {
+            if let Some(secret) =
+                export::export_secret(&picked, reference, value, existing.as_ref())
+            {
                 tx = if existing.is_some() {
                     tx.update(secret)
                 } else {

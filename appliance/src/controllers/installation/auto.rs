@@ -58,7 +58,12 @@ fn retry_for_succeeded(inst: &Installation) -> bool {
 }
 
 /// When the next automatic reconcile is due after `last`.
-fn next_due(interval: Option<Duration>, cron: Option<&str>, default: Duration, last: Timestamp) -> Timestamp {
+fn next_due(
+    interval: Option<Duration>,
+    cron: Option<&str>,
+    default: Duration,
+    last: Timestamp,
+) -> Timestamp {
     if let Some(spec) = cron.filter(|c| !c.is_empty())
         && let Ok(t) = landscaper_store::model::cron::next_time(spec, last)
     {
@@ -69,7 +74,12 @@ fn next_due(interval: Option<Duration>, cron: Option<&str>, default: Duration, l
         .unwrap_or(Timestamp::MAX)
 }
 
-fn status_now(inst: &Installation, count: i64, on_failed: bool, now: Timestamp) -> AutomaticReconcileStatus {
+fn status_now(
+    inst: &Installation,
+    count: i64,
+    on_failed: bool,
+    now: Timestamp,
+) -> AutomaticReconcileStatus {
     AutomaticReconcileStatus {
         generation: inst.metadata.generation,
         number_of_reconciles: Some(count),
@@ -80,7 +90,9 @@ fn status_now(inst: &Installation, count: i64, on_failed: bool, now: Timestamp) 
 
 /// Landscaper's `recomputeRetry` for a finished installation.
 pub fn decide(inst: &Installation, now: Timestamp) -> Decision {
-    if inst.metadata.deletion_timestamp.is_some() || annotation(inst, OPERATION_ANNOTATION).is_some() {
+    if inst.metadata.deletion_timestamp.is_some()
+        || annotation(inst, OPERATION_ANNOTATION).is_some()
+    {
         return Decision::Nothing;
     }
     let Some(status) = inst.status.as_ref() else {
@@ -112,8 +124,17 @@ pub fn decide(inst: &Installation, now: Timestamp) -> Decision {
             };
         };
         let done = a.number_of_reconciles.unwrap_or(0);
-        if f.and_then(|f| f.number_of_reconciles).is_some_and(|max| max <= done) {
-            return if reset { Decision::Update { status: None, annotate: false } } else { Decision::Nothing };
+        if f.and_then(|f| f.number_of_reconciles)
+            .is_some_and(|max| max <= done)
+        {
+            return if reset {
+                Decision::Update {
+                    status: None,
+                    annotate: false,
+                }
+            } else {
+                Decision::Nothing
+            };
         }
         let last = parse_time(a.last_reconcile_time.as_deref()).unwrap_or(now);
         let due = next_due(
@@ -147,14 +168,22 @@ pub fn decide(inst: &Installation, now: Timestamp) -> Decision {
         );
         if now > due {
             return Decision::Update {
-                status: Some(status_now(inst, a.number_of_reconciles.unwrap_or(0) + 1, false, now)),
+                status: Some(status_now(
+                    inst,
+                    a.number_of_reconciles.unwrap_or(0) + 1,
+                    false,
+                    now,
+                )),
                 annotate: true,
             };
         }
         return Decision::Wait(until(now, due));
     }
     if reset {
-        return Decision::Update { status: None, annotate: false };
+        return Decision::Update {
+            status: None,
+            annotate: false,
+        };
     }
     Decision::Nothing
 }
@@ -212,13 +241,23 @@ mod tests {
         };
         let mut i = inst(Phase::Failed, spec);
         let now = t("2026-01-01T00:00:00Z");
-        let Decision::Update { status: Some(s), annotate: true } = decide(&i, now) else {
+        let Decision::Update {
+            status: Some(s),
+            annotate: true,
+        } = decide(&i, now)
+        else {
             panic!("first failure must retry");
         };
         assert_eq!(s.number_of_reconciles, Some(1));
         i.status.as_mut().unwrap().automatic_reconcile_status = Some(s);
-        assert!(matches!(decide(&i, t("2026-01-01T00:00:30Z")), Decision::Wait(d) if d > Duration::from_secs(29)));
-        let Decision::Update { status: Some(s), annotate: true } = decide(&i, t("2026-01-01T00:01:01Z")) else {
+        assert!(
+            matches!(decide(&i, t("2026-01-01T00:00:30Z")), Decision::Wait(d) if d > Duration::from_secs(29))
+        );
+        let Decision::Update {
+            status: Some(s),
+            annotate: true,
+        } = decide(&i, t("2026-01-01T00:01:01Z"))
+        else {
             panic!("due retry");
         };
         assert_eq!(s.number_of_reconciles, Some(2));
@@ -237,11 +276,18 @@ mod tests {
         };
         let mut i = inst(Phase::Succeeded, spec);
         let now = t("2026-01-01T00:00:00Z");
-        let Decision::Update { status: Some(s), annotate: false } = decide(&i, now) else {
+        let Decision::Update {
+            status: Some(s),
+            annotate: false,
+        } = decide(&i, now)
+        else {
             panic!("starts the clock");
         };
         i.status.as_mut().unwrap().automatic_reconcile_status = Some(s.clone());
-        assert!(matches!(decide(&i, t("2026-01-01T00:30:00Z")), Decision::Wait(_)));
+        assert!(matches!(
+            decide(&i, t("2026-01-01T00:30:00Z")),
+            Decision::Wait(_)
+        ));
         assert!(matches!(
             decide(&i, t("2026-01-01T01:00:01Z")),
             Decision::Update { annotate: true, .. }
@@ -252,7 +298,13 @@ mod tests {
         i.status.as_mut().unwrap().automatic_reconcile_status = Some(on_failed);
         assert!(matches!(
             decide(&i, now),
-            Decision::Update { status: Some(AutomaticReconcileStatus { on_failed: Some(false), .. }), annotate: false }
+            Decision::Update {
+                status: Some(AutomaticReconcileStatus {
+                    on_failed: Some(false),
+                    ..
+                }),
+                annotate: false
+            }
         ));
     }
 

@@ -136,6 +136,48 @@ pub fn is_successor(inst: &Installation, successor: &Installation) -> bool {
             .any(|e| targets.contains(&e.target))
 }
 
+/// A cycle of predecessors reachable from `inst` among its siblings (by name, the first name
+/// repeated at the end), as Landscaper's `FetchPredecessors` rejects it.
+pub fn predecessor_cycle(inst: &Installation, siblings: &[Installation]) -> Option<Vec<String>> {
+    let all: Vec<&Installation> = std::iter::once(inst).chain(siblings.iter()).collect();
+    let predecessors = |i: &Installation| -> Vec<usize> {
+        all.iter()
+            .enumerate()
+            .filter(|(_, p)| name(p) != name(i) && is_successor(p, i))
+            .map(|(n, _)| n)
+            .collect()
+    };
+    // Depth-first search with the current path on a stack.
+    fn visit(
+        node: usize,
+        edges: &dyn Fn(usize) -> Vec<usize>,
+        path: &mut Vec<usize>,
+        done: &mut Vec<bool>,
+    ) -> Option<Vec<usize>> {
+        if let Some(start) = path.iter().position(|n| *n == node) {
+            let mut cycle = path[start..].to_vec();
+            cycle.push(node);
+            return Some(cycle);
+        }
+        if done[node] {
+            return None;
+        }
+        path.push(node);
+        for next in edges(node) {
+            if let Some(c) = visit(next, edges, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done[node] = true;
+        None
+    }
+    let edges = |n: usize| predecessors(all[n]);
+    let mut done = vec![false; all.len()];
+    visit(0, &edges, &mut Vec::new(), &mut done)
+        .map(|c| c.into_iter().map(|n| name(all[n]).to_string()).collect())
+}
+
 /// The other installations in the same scope.
 pub fn siblings(store: &Store, inst: &Installation) -> Result<Vec<Installation>, PhaseError> {
     let list = store
@@ -674,14 +716,17 @@ pub fn construct_exports(
         .filter(|m| !m.is_empty())
     {
         let mappings: Map<String, Value> = mappings.clone().into_iter().collect();
-        let mapped = spiff::evaluate_data_mappings(&mappings, &exports, &SpiffOptions::default())
+        // Every export at the top level and all of them under `exports`, as Landscaper binds them.
+        let mut binding = exports.clone();
+        binding.insert("exports".into(), Value::Object(exports.clone()));
+        let mapped = spiff::evaluate_data_mappings(&mappings, &binding, &SpiffOptions::default())
             .map_err(|(k, e)| {
-                fatal(
-                    OP,
-                    "ExportDataMappings",
-                    format!("spec.exportDataMappings.{k}: {e}"),
-                )
-            })?;
+            fatal(
+                OP,
+                "ExportDataMappings",
+                format!("spec.exportDataMappings.{k}: {e}"),
+            )
+        })?;
         for (k, v) in mapped {
             exports.insert(k, v);
         }

@@ -263,7 +263,9 @@ pub enum OrphanCleanup {
     /// Every remaining orphan ended this job with `DeleteFailed`.
     AllFailed,
     /// Orphans that still need this job's ID; the rest are deleting.
-    Pending { trigger: Vec<String> },
+    Pending {
+        trigger: Vec<String>,
+    },
 }
 
 /// Landscaper's `handlePhaseCleanupOrphaned` over the subinstallations being deleted.
@@ -300,7 +302,11 @@ pub enum DeletionProgress {
 
 /// Landscaper's `handleDeletionPhaseDeleting`: a child counts as finished when it ended this
 /// job (a failed child among running ones does not end the deletion early).
-pub fn deleting(job_id: &str, subs: &[Installation], execution: Option<&Execution>) -> DeletionProgress {
+pub fn deleting(
+    job_id: &str,
+    subs: &[Installation],
+    execution: Option<&Execution>,
+) -> DeletionProgress {
     if subs.is_empty() && execution.is_none() {
         return DeletionProgress::AllGone;
     }
@@ -388,7 +394,10 @@ mod tests {
             OPERATION_ANNOTATION,
             OPERATION_RECONCILE,
         );
-        assert_eq!(pre_action(&child, false), PreAction::RemoveReconcileAnnotation);
+        assert_eq!(
+            pre_action(&child, false),
+            PreAction::RemoveReconcileAnnotation
+        );
     }
 
     #[test]
@@ -412,8 +421,14 @@ mod tests {
             "true",
         );
         changed.metadata.generation = Some(2);
-        assert_eq!(pre_action(&changed, true), PreAction::AddReconcileAnnotation);
-        assert_ne!(pre_action(&changed, false), PreAction::AddReconcileAnnotation);
+        assert_eq!(
+            pre_action(&changed, true),
+            PreAction::AddReconcileAnnotation
+        );
+        assert_ne!(
+            pre_action(&changed, false),
+            PreAction::AddReconcileAnnotation
+        );
         let mut running = changed.clone();
         running.status.as_mut().unwrap().job_id = Some("j2".into());
         assert_eq!(pre_action(&running, true), PreAction::RunPhases);
@@ -426,17 +441,27 @@ mod tests {
         assert_eq!(s.phase, Some(Phase::Init));
         let mut deleting = done.clone();
         deleting.metadata.deletion_timestamp = Some("t".into());
-        assert_eq!(enter_job(&deleting, "now").unwrap().phase, Some(Phase::InitDelete));
+        assert_eq!(
+            enter_job(&deleting, "now").unwrap().phase,
+            Some(Phase::InitDelete)
+        );
         let running = with_job(inst("a"), "j2", "j1", Phase::Progressing);
         assert_eq!(enter_job(&running, "now"), None);
     }
 
     #[test]
     fn a_final_phase_sets_job_id_finished_in_the_same_status() {
-        let s = with_job(inst("a"), "j2", "j1", Phase::Completing).status.unwrap();
+        let s = with_job(inst("a"), "j2", "j1", Phase::Completing)
+            .status
+            .unwrap();
         let done = set_phase(&s, Phase::Succeeded, None, "now");
         assert_eq!(done.job_id_finished.as_deref(), Some("j2"));
-        let waiting = set_phase(&s, Phase::Progressing, Some(&LsError::new("o", "r", "m")), "now");
+        let waiting = set_phase(
+            &s,
+            Phase::Progressing,
+            Some(&LsError::new("o", "r", "m")),
+            "now",
+        );
         assert_eq!(waiting.job_id_finished.as_deref(), Some("j1"));
         assert_eq!(waiting.last_error.unwrap().message, "m");
     }
@@ -470,14 +495,23 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let e = exec("j", "x", Phase::Progressing);
-        assert!(matches!(progressing(&[sub_done.clone()], Some(&e)), ChildrenProgress::Waiting(_)));
+        assert!(matches!(
+            progressing(std::slice::from_ref(&sub_done), Some(&e)),
+            ChildrenProgress::Waiting(_)
+        ));
         let e = exec("j", "j", Phase::Succeeded);
-        assert_eq!(progressing(&[sub_done.clone()], Some(&e)), ChildrenProgress::AllSucceeded);
+        assert_eq!(
+            progressing(std::slice::from_ref(&sub_done), Some(&e)),
+            ChildrenProgress::AllSucceeded
+        );
         let failed = with_job(inst("s3"), "j", "j", Phase::Failed);
         let e = exec("j", "j", Phase::Failed);
         match progressing(&[sub_done, failed], Some(&e)) {
             ChildrenProgress::Failed(err) => {
-                assert_eq!(err.message, "Failed sub-installation(s): s3Execution is failed")
+                assert_eq!(
+                    err.message,
+                    "Failed sub-installation(s): s3Execution is failed"
+                )
             }
             other => panic!("{other:?}"),
         }
@@ -487,7 +521,10 @@ mod tests {
     fn deletion_waits_while_any_child_runs_even_if_another_failed() {
         let failed = with_job(inst("s1"), "j", "j", Phase::DeleteFailed);
         let running = with_job(inst("s2"), "j", "x", Phase::Deleting);
-        assert_eq!(deleting("j", &[failed.clone(), running], None), DeletionProgress::Pending);
+        assert_eq!(
+            deleting("j", &[failed.clone(), running], None),
+            DeletionProgress::Pending
+        );
         assert_eq!(deleting("j", &[failed], None), DeletionProgress::Stuck);
         assert_eq!(deleting("j", &[], None), DeletionProgress::AllGone);
     }
@@ -497,7 +534,9 @@ mod tests {
         let a = with_job(inst("a"), "old", "old", Phase::Succeeded);
         assert_eq!(
             cleanup_orphaned("j", &[a]),
-            OrphanCleanup::Pending { trigger: vec!["a".into()] }
+            OrphanCleanup::Pending {
+                trigger: vec!["a".into()]
+            }
         );
         let b = with_job(inst("b"), "j", "j", Phase::DeleteFailed);
         assert_eq!(cleanup_orphaned("j", &[b]), OrphanCleanup::AllFailed);

@@ -19,10 +19,13 @@ use serde_json::{Value, json};
 
 use self::dataflow::{name, namespace, parent_name};
 use self::machine::{ChildrenProgress, DeletionProgress, OrphanCleanup, PreAction};
+use super::ControllerContext;
 use super::jobs::{self, WaitIntervals, with_status};
 use super::lserror::{LsError, PhaseError};
 use super::runtime::{Outcome, ReconcileError, Reconciler};
-use super::ControllerContext;
+
+/// An installation's subinstallations and its execution, as stored and as typed.
+type Children = (Vec<(Value, Installation)>, Option<(Value, Execution)>);
 
 pub struct InstallationReconciler {
     context: ControllerContext,
@@ -32,6 +35,9 @@ pub struct InstallationReconciler {
 /// What a step asks for: another step at once, or the runtime's outcome.
 enum Next {
     Continue,
+    /// Another step at once on this changed object, written together with the next commit
+    /// (phase changes that write nothing else need no commit of their own).
+    Defer(Value),
     Stop(Outcome),
 }
 
@@ -52,10 +58,7 @@ impl InstallationReconciler {
     }
 
     /// The subinstallations and the execution owned by `inst`.
-    fn children(
-        &self,
-        value: &Value,
-    ) -> Result<(Vec<(Value, Installation)>, Option<(Value, Execution)>), ReconcileError> {
+    fn children(&self, value: &Value) -> Result<Children, ReconcileError> {
         let mut subs = Vec::new();
         let mut execution = None;
         for child in self.context.store.children(object::uid(value))? {
@@ -77,7 +80,12 @@ impl InstallationReconciler {
         Ok((subs, execution))
     }
 
-    async fn step(&self, value: &Value, inst: &Installation) -> Result<Next, ReconcileError> {
+    async fn step(
+        &self,
+        value: &Value,
+        inst: &Installation,
+        dirty: bool,
+    ) -> Result<Next, ReconcileError> {
         let now = self.context.now();
         let is_root = parent_name(inst).is_none();
         let status = inst.status.clone().unwrap_or_default();
@@ -91,11 +99,11 @@ impl InstallationReconciler {
             PreAction::AddFinalizer => {
                 let mut v = value.clone();
                 jobs::add_finalizer(&mut v, LANDSCAPER_FINALIZER);
-                self.commit(Transaction::new().update(v)).await?;
-                Ok(Next::Continue)
+                Ok(Next::Defer(v))
             }
             PreAction::TriggerDependents(names) => {
-                self.trigger_dependents(value, inst, &status, &names).await?;
+                self.trigger_dependents(value, inst, &status, &names)
+                    .await?;
                 Ok(Next::Continue)
             }
             PreAction::Interrupt => {
@@ -121,10 +129,15 @@ impl InstallationReconciler {
                 self.commit(Transaction::new().update(v)).await?;
                 Ok(Next::Continue)
             }
-            PreAction::RunPhases => self.run_phase(value, inst).await,
+            PreAction::RunPhases => self.run_phase(value, inst, dirty).await,
             PreAction::Idle => {
                 let key = ObjectKey::new(Kind::Installation, namespace(inst), name(inst));
                 self.waits.forget(&key);
+                if dirty {
+                    self.commit(Transaction::new().update(value.clone()))
+                        .await?;
+                    return Ok(Next::Continue);
+                }
                 match auto::decide(inst, self.context.clock.now()) {
                     auto::Decision::Nothing => Ok(Next::Stop(Outcome::Done)),
                     auto::Decision::Wait(d) => Ok(Next::Stop(Outcome::RequeueAfter(d))),
@@ -177,7 +190,11 @@ impl InstallationReconciler {
             };
             if parent_name(&sibling_inst).is_none() {
                 if !machine::has_operation(&sibling_inst, OPERATION_RECONCILE) {
-                    jobs::set_annotation(&mut sibling, OPERATION_ANNOTATION, Some(OPERATION_RECONCILE));
+                    jobs::set_annotation(
+                        &mut sibling,
+                        OPERATION_ANNOTATION,
+                        Some(OPERATION_RECONCILE),
+                    );
                     tx = tx.update(sibling);
                 }
             } else {
@@ -233,8 +250,10 @@ impl InstallationReconciler {
             s.dependents_to_trigger = (!dependents.is_empty()).then_some(dependents);
         }
         let mut tx = extra;
-        tx.writes
-            .push(landscaper_store::Write::Update(with_status(value.clone(), &s)));
+        tx.writes.push(landscaper_store::Write::Update(with_status(
+            value.clone(),
+            &s,
+        )));
         self.commit(tx).await
     }
 
@@ -246,6 +265,7 @@ impl InstallationReconciler {
             .as_ref()
             .and_then(|o| o.has_no_sibling_exports)
             == Some(true)
+            || (inst.spec.data_exports().is_empty() && inst.spec.target_exports().is_empty())
         {
             return Ok(Vec::new());
         }
@@ -268,6 +288,7 @@ impl InstallationReconciler {
         inst: &Installation,
         status: &InstallationStatus,
         error: PhaseError,
+        dirty: bool,
     ) -> Result<Next, ReconcileError> {
         let current = status.phase.clone().unwrap_or(Phase::Init);
         match error {
@@ -276,7 +297,7 @@ impl InstallationReconciler {
                 let wait = self.waits.next(&key, current.as_str());
                 let now = self.context.now();
                 let s = machine::set_phase(status, current, Some(&e), &now);
-                if Some(&s) != inst.status.as_ref() {
+                if dirty || Some(&s) != inst.status.as_ref() {
                     self.commit(Transaction::new().update(with_status(value.clone(), &s)))
                         .await?;
                 }
@@ -296,12 +317,15 @@ impl InstallationReconciler {
         }
     }
 
-    async fn run_phase(&self, value: &Value, inst: &Installation) -> Result<Next, ReconcileError> {
+    async fn run_phase(
+        &self,
+        value: &Value,
+        inst: &Installation,
+        dirty: bool,
+    ) -> Result<Next, ReconcileError> {
         let now = self.context.now();
         if let Some(s) = machine::enter_job(inst, &now) {
-            self.commit(Transaction::new().update(with_status(value.clone(), &s)))
-                .await?;
-            return Ok(Next::Continue);
+            return Ok(Next::Defer(with_status(value.clone(), &s)));
         }
         let status = inst.status.clone().unwrap_or_default();
         let job_id = status.job_id.clone().unwrap_or_default();
@@ -341,9 +365,27 @@ impl InstallationReconciler {
             }
             Phase::ObjectsCreated | Phase::TriggerDelete => {
                 let (subs, _) = self.children(value)?;
-                let names: Vec<String> = subs.iter().map(|(v, _)| object::name(v).to_string()).collect();
+                let names: Vec<String> = subs
+                    .iter()
+                    .map(|(v, _)| object::name(v).to_string())
+                    .collect();
                 let tx = self.pass_job_id(value, &names, true, &job_id, &now)?;
                 let mut s = status.clone();
+                if phase == Phase::ObjectsCreated {
+                    // Every subinstallation exists now, also those created in Init.
+                    let active: Vec<SubNamePair> = subs
+                        .iter()
+                        .filter(|(_, i)| i.metadata.deletion_timestamp.is_none())
+                        .map(|(v, i)| SubNamePair {
+                            spec_name: machine_annotation(i, SUBINSTALLATION_NAME_ANNOTATION)
+                                .unwrap_or_default()
+                                .to_string(),
+                            object_name: object::name(v).to_string(),
+                        })
+                        .collect();
+                    let cache = s.sub_inst_cache.get_or_insert_with(SubInstCache::default);
+                    cache.active_subs = (!active.is_empty()).then_some(active);
+                }
                 let mut times = s.transition_times.clone().unwrap_or_default();
                 times.wait_time = Some(now.clone());
                 s.transition_times = Some(times);
@@ -363,8 +405,15 @@ impl InstallationReconciler {
                         Ok((Phase::Completing, Transaction::new(), status.clone()))
                     }
                     ChildrenProgress::Failed(e) => {
-                        self.finish_step(value, inst, &status, Phase::Failed, Some(&e), Transaction::new())
-                            .await?;
+                        self.finish_step(
+                            value,
+                            inst,
+                            &status,
+                            Phase::Failed,
+                            Some(&e),
+                            Transaction::new(),
+                        )
+                        .await?;
                         return Ok(Next::Continue);
                     }
                 }
@@ -388,8 +437,15 @@ impl InstallationReconciler {
                             "not all sub objects were deleted",
                         )
                         .with_code(ERR_FOR_INFO_ONLY);
-                        self.finish_step(value, inst, &status, Phase::DeleteFailed, Some(&e), Transaction::new())
-                            .await?;
+                        self.finish_step(
+                            value,
+                            inst,
+                            &status,
+                            Phase::DeleteFailed,
+                            Some(&e),
+                            Transaction::new(),
+                        )
+                        .await?;
                         return Ok(Next::Continue);
                     }
                     DeletionProgress::Pending => Err(PhaseError::Normal(
@@ -415,10 +471,14 @@ impl InstallationReconciler {
             Ok((next, tx, s)) => {
                 let key = ObjectKey::new(Kind::Installation, namespace(inst), name(inst));
                 self.waits.forget(&key);
+                if tx.writes.is_empty() && !jobs::is_final(Some(&next)) {
+                    let s = machine::set_phase(&s, next, None, &now);
+                    return Ok(Next::Defer(with_status(value.clone(), &s)));
+                }
                 self.finish_step(value, inst, &s, next, None, tx).await?;
                 Ok(Next::Continue)
             }
-            Err(e) => self.on_error(value, inst, &status, e).await,
+            Err(e) => self.on_error(value, inst, &status, e, dirty).await,
         }
     }
 
@@ -475,18 +535,18 @@ impl InstallationReconciler {
         let mut tx = Transaction::new();
         // (a) own exports of earlier jobs go.
         for kind in [Kind::DataObject, Kind::Target] {
-            let selector = dataflow::label_equals(DATA_OBJECT_SOURCE_LABEL, &dataflow::own_scope(inst));
-            let list = store
-                .list(kind, Some(ns), &selector)
-                .map_err(|e| PhaseError::Normal(LsError::new(OP, "CleanupExports", e.to_string())))?;
+            let selector =
+                dataflow::label_equals(DATA_OBJECT_SOURCE_LABEL, &dataflow::own_scope(inst));
+            let list = store.list(kind, Some(ns), &selector).map_err(|e| {
+                PhaseError::Normal(LsError::new(OP, "CleanupExports", e.to_string()))
+            })?;
             for o in list.items {
-                if object::labels(&o).get(DATA_OBJECT_SOURCE_TYPE_LABEL).map(String::as_str)
+                if object::labels(&o)
+                    .get(DATA_OBJECT_SOURCE_TYPE_LABEL)
+                    .map(String::as_str)
                     == Some(DATA_OBJECT_SOURCE_TYPE_EXPORT)
                 {
-                    tx = tx.delete(
-                        ObjectKey::new(kind, ns, object::name(&o)),
-                        None,
-                    );
+                    tx = tx.delete(ObjectKey::new(kind, ns, object::name(&o)), None);
                 }
             }
         }
@@ -524,7 +584,10 @@ impl InstallationReconciler {
             if s.metadata.deletion_timestamp.is_some() {
                 continue;
             }
-            if rendered.subinstallations.iter().any(|t| t.name == template_name)
+            if rendered
+                .subinstallations
+                .iter()
+                .any(|t| t.name == template_name)
                 && !existing.contains_key(&template_name)
             {
                 existing.insert(template_name, v);
@@ -533,12 +596,17 @@ impl InstallationReconciler {
                 let mut o = v.clone();
                 jobs::set_annotation(&mut o, DELETE_IGNORE_SUCCESSORS_ANNOTATION, Some("true"));
                 orphaned.push(object::name(&v).to_string());
-                tx = tx.update(o).delete(ObjectKey::new(Kind::Installation, ns, object::name(&v)), None);
+                tx = tx.update(o).delete(
+                    ObjectKey::new(Kind::Installation, ns, object::name(&v)),
+                    None,
+                );
             }
         }
         for template in &rendered.subinstallations {
             let sub = subinstallation_object(inst, value, template, existing.get(&template.name))
-                .map_err(|m| PhaseError::Fatal(LsError::new(OP, "EnsureSubinstallations", m)))?;
+                .map_err(|m| {
+                PhaseError::Fatal(LsError::new(OP, "EnsureSubinstallations", m))
+            })?;
             match existing.get(&template.name) {
                 Some(current) => {
                     active.push(SubNamePair {
@@ -549,7 +617,11 @@ impl InstallationReconciler {
                         tx = tx.update(sub);
                     }
                 }
-                None => tx = tx.create(sub),
+                None => {
+                    // The name comes from generateName; the cache is completed in the next
+                    // phase, once the object exists.
+                    tx = tx.create(sub);
+                }
             }
         }
         cache.active_subs = (!active.is_empty()).then_some(active);
@@ -558,7 +630,12 @@ impl InstallationReconciler {
         s.sub_inst_cache = Some(cache);
         let wants_execution = !rendered.deploy_items.is_empty() || execution.is_some();
         if wants_execution {
-            let exec = execution_object(inst, value, &rendered.deploy_items, execution.as_ref().map(|(v, _)| v));
+            let exec = execution_object(
+                inst,
+                value,
+                &rendered.deploy_items,
+                execution.as_ref().map(|(v, _)| v),
+            );
             match &execution {
                 Some((current, _)) if current.get("spec") == exec.get("spec") => {}
                 Some(_) => tx = tx.update(exec),
@@ -583,14 +660,36 @@ impl InstallationReconciler {
 
     /// Landscaper's predecessor checks: every sibling whose exports this installation imports
     /// must have finished (else wait) and succeeded (else fail). Returns their job IDs.
-    fn check_predecessors(&self, inst: &Installation) -> Result<BTreeMap<String, String>, PhaseError> {
+    fn check_predecessors(
+        &self,
+        inst: &Installation,
+    ) -> Result<BTreeMap<String, String>, PhaseError> {
         const OP: &str = "init";
         let mut out = BTreeMap::new();
-        if inst.spec.optimization.as_ref().and_then(|o| o.has_no_sibling_imports) == Some(true) {
+        if inst
+            .spec
+            .optimization
+            .as_ref()
+            .and_then(|o| o.has_no_sibling_imports)
+            == Some(true)
+        {
+            return Ok(out);
+        }
+        // Nothing imported, no predecessors: spares listing the siblings.
+        let (data, targets) = dataflow::imported_refs(inst);
+        if data.is_empty() && targets.is_empty() {
             return Ok(out);
         }
         let is_root = parent_name(inst).is_none();
-        for sibling in dataflow::siblings(&self.context.store, inst)? {
+        let siblings = dataflow::siblings(&self.context.store, inst)?;
+        if let Some(cycle) = dataflow::predecessor_cycle(inst, &siblings) {
+            return Err(PhaseError::Fatal(LsError::new(
+                OP,
+                "FetchPredecessors",
+                format!("the subinstallations have a cycle: {}", cycle.join(" -> ")),
+            )));
+        }
+        for sibling in siblings {
             if !dataflow::is_successor(&sibling, inst) {
                 continue;
             }
@@ -634,16 +733,22 @@ impl InstallationReconciler {
         let mut tx = Transaction::new();
         // (a) objects of older jobs in the own scope go.
         for kind in [Kind::DataObject, Kind::Target] {
-            let selector = dataflow::label_equals(DATA_OBJECT_CONTEXT_LABEL, &dataflow::own_scope(inst));
-            let list = store
-                .list(kind, Some(ns), &selector)
-                .map_err(|e| PhaseError::Normal(LsError::new(OP, "CleanupContext", e.to_string())))?;
+            let selector =
+                dataflow::label_equals(DATA_OBJECT_CONTEXT_LABEL, &dataflow::own_scope(inst));
+            let list = store.list(kind, Some(ns), &selector).map_err(|e| {
+                PhaseError::Normal(LsError::new(OP, "CleanupContext", e.to_string()))
+            })?;
             for o in list.items {
                 let labels = object::labels(&o);
-                if labels.get(DATA_OBJECT_CONTEXT_LABEL).map(String::as_str) != Some(&dataflow::own_scope(inst)) {
+                if labels.get(DATA_OBJECT_CONTEXT_LABEL).map(String::as_str)
+                    != Some(&dataflow::own_scope(inst))
+                {
                     continue;
                 }
-                if labels.get(DATA_OBJECT_JOB_ID_LABEL).is_some_and(|j| j != job_id) {
+                if labels
+                    .get(DATA_OBJECT_JOB_ID_LABEL)
+                    .is_some_and(|j| j != job_id)
+                {
                     tx = tx.delete(ObjectKey::new(kind, ns, object::name(&o)), None);
                 }
             }
@@ -652,20 +757,36 @@ impl InstallationReconciler {
         let blueprint = dataflow::load_blueprint(inst)?;
         let values = dataflow::read_import_values(store, inst)?;
         if Some(dataflow::imports_hash(&values)) != status.imports_hash {
-            return Err(PhaseError::Fatal(LsError::new(OP, "CheckImportsHash", "imports have changed")));
+            return Err(PhaseError::Fatal(LsError::new(
+                OP,
+                "CheckImportsHash",
+                "imports have changed",
+            )));
         }
         if inst.metadata.generation.unwrap_or(0) != status.observed_generation {
             return Err(PhaseError::Fatal(
-                LsError::new(OP, "CheckObservedGeneration", "installation spec has been changed")
-                    .with_code(ERR_FOR_INFO_ONLY),
+                LsError::new(
+                    OP,
+                    "CheckObservedGeneration",
+                    "installation spec has been changed",
+                )
+                .with_code(ERR_FOR_INFO_ONLY),
             ));
         }
         // (c), (d) exports.
         let bindings = dataflow::construct_blueprint_imports(inst, &blueprint, &values)?;
         let exports = dataflow::construct_exports(store, inst, &blueprint, &bindings)?;
         for o in dataflow::export_objects(inst, value, &exports, job_id)? {
-            let key = ObjectKey::new(object::kind_of(&o).map_err(|e| PhaseError::Fatal(LsError::new(OP, "CreateOrUpdateExports", e.to_string())))?, ns, object::name(&o));
-            if let Some(current) = store.get(&key).map_err(|e| PhaseError::Normal(LsError::new(OP, "CreateOrUpdateExports", e.to_string())))? {
+            let key = ObjectKey::new(
+                object::kind_of(&o).map_err(|e| {
+                    PhaseError::Fatal(LsError::new(OP, "CreateOrUpdateExports", e.to_string()))
+                })?,
+                ns,
+                object::name(&o),
+            );
+            if let Some(current) = store.get(&key).map_err(|e| {
+                PhaseError::Normal(LsError::new(OP, "CreateOrUpdateExports", e.to_string()))
+            })? {
                 let owner = object::owner_uids(&current);
                 if !owner.is_empty() && !owner.iter().any(|u| u == object::uid(value)) {
                     return Err(PhaseError::Fatal(LsError::new(
@@ -692,7 +813,12 @@ impl InstallationReconciler {
     ) -> Result<(Phase, Transaction, InstallationStatus), PhaseError> {
         const OP: &str = "handleDeletionPhaseInit";
         let ignore = machine_annotation(inst, DELETE_IGNORE_SUCCESSORS_ANNOTATION) == Some("true")
-            || inst.spec.optimization.as_ref().and_then(|o| o.has_no_sibling_exports) == Some(true);
+            || inst
+                .spec
+                .optimization
+                .as_ref()
+                .and_then(|o| o.has_no_sibling_exports)
+                == Some(true);
         if !ignore {
             for sibling in dataflow::siblings(&self.context.store, inst)? {
                 if !dataflow::is_successor(inst, &sibling) {
@@ -764,7 +890,11 @@ fn upsert(
     desired: Value,
 ) -> Result<Option<landscaper_store::Write>, PhaseError> {
     let key = object::key_of(&desired).map_err(|e| {
-        PhaseError::Fatal(LsError::new("CreateOrUpdate", "InvalidObject", e.to_string()))
+        PhaseError::Fatal(LsError::new(
+            "CreateOrUpdate",
+            "InvalidObject",
+            e.to_string(),
+        ))
     })?;
     let current = store
         .get(&key)
@@ -815,7 +945,10 @@ fn subinstallation_object(
         spec.insert("context".into(), json!(c));
     }
     if let Some(cd) = &parent.spec.component_descriptor {
-        spec.insert("componentDescriptor".into(), serde_json::to_value(cd).unwrap_or_default());
+        spec.insert(
+            "componentDescriptor".into(),
+            serde_json::to_value(cd).unwrap_or_default(),
+        );
     }
     spec.insert("blueprint".into(), blueprint);
     let imports = serde_json::to_value(&template.imports).unwrap_or_default();
@@ -823,17 +956,26 @@ fn subinstallation_object(
         spec.insert("imports".into(), imports);
     }
     if let Some(m) = &template.import_data_mappings {
-        spec.insert("importDataMappings".into(), serde_json::to_value(m).unwrap_or_default());
+        spec.insert(
+            "importDataMappings".into(),
+            serde_json::to_value(m).unwrap_or_default(),
+        );
     }
     let exports = serde_json::to_value(&template.exports).unwrap_or_default();
     if exports.as_object().is_some_and(|m| !m.is_empty()) {
         spec.insert("exports".into(), exports);
     }
     if let Some(m) = &template.export_data_mappings {
-        spec.insert("exportDataMappings".into(), serde_json::to_value(m).unwrap_or_default());
+        spec.insert(
+            "exportDataMappings".into(),
+            serde_json::to_value(m).unwrap_or_default(),
+        );
     }
     if let Some(o) = &template.optimization {
-        spec.insert("optimization".into(), serde_json::to_value(o).unwrap_or_default());
+        spec.insert(
+            "optimization".into(),
+            serde_json::to_value(o).unwrap_or_default(),
+        );
     }
     let mut v = match current {
         Some(c) => c.clone(),
@@ -851,7 +993,10 @@ fn subinstallation_object(
     meta.insert("labels".into(), json!({ENCOMPASSED_BY_LABEL: name(parent)}));
     let mut annotations = serde_json::Map::new();
     // Requests in flight (interrupt, delete-without-uninstall) stay.
-    if let Some(cur) = current.and_then(|c| c.pointer("/metadata/annotations")).and_then(Value::as_object) {
+    if let Some(cur) = current
+        .and_then(|c| c.pointer("/metadata/annotations"))
+        .and_then(Value::as_object)
+    {
         for k in [OPERATION_ANNOTATION, DELETE_WITHOUT_UNINSTALL_ANNOTATION] {
             if let Some(x) = cur.get(k) {
                 annotations.insert(k.into(), x.clone());
@@ -902,7 +1047,10 @@ fn execution_object(
     if let Some(c) = &inst.spec.context {
         spec.insert("context".into(), json!(c));
     }
-    spec.insert("deployItems".into(), serde_json::to_value(items).unwrap_or_default());
+    spec.insert(
+        "deployItems".into(),
+        serde_json::to_value(items).unwrap_or_default(),
+    );
     v["spec"] = Value::Object(spec);
     v
 }
@@ -913,10 +1061,18 @@ impl Reconciler for InstallationReconciler {
     async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
         // Steps that need no waiting follow each other at once, as in Landscaper's
         // fall-through from phase to phase; each commits on its own.
+        let mut deferred: Option<Value> = None;
         for _ in 0..24 {
-            let Some(value) = self.context.store.get(key)? else {
-                self.waits.forget(key);
-                return Ok(Outcome::Done);
+            let dirty = deferred.is_some();
+            let value = match deferred.take() {
+                Some(v) => v,
+                None => match self.context.store.get(key)? {
+                    Some(v) => v,
+                    None => {
+                        self.waits.forget(key);
+                        return Ok(Outcome::Done);
+                    }
+                },
             };
             let inst: Installation = match from_value(&value) {
                 Ok(i) => i,
@@ -925,8 +1081,9 @@ impl Reconciler for InstallationReconciler {
                     return Ok(Outcome::Done);
                 }
             };
-            match self.step(&value, &inst).await? {
+            match self.step(&value, &inst, dirty).await? {
                 Next::Continue => continue,
+                Next::Defer(v) => deferred = Some(v),
                 Next::Stop(o) => return Ok(o),
             }
         }

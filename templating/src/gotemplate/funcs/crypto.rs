@@ -9,7 +9,7 @@
 //! the struct (`{CERT KEY}`), `typeOf` is `sprig.certificate`, and only it is accepted where
 //! sprig wants a `certificate` (the CA of `genSignedCert`). Generated keys are RSA 2048 as in
 //! sprig; the `WithKey` variants take a PEM key (PKCS#1, SEC 1 or PKCS#8) and return it
-//! re-encoded as Go does. The X.509 details are in [`certs`].
+//! re-encoded as Go does. The X.509 details are in the `certs` submodule.
 
 mod certs;
 mod der;

@@ -4,13 +4,21 @@
 //!
 //! Keys: RSA (PKCS#1 `RSA PRIVATE KEY`), ECDSA on P-256 (SEC 1 `EC PRIVATE KEY`), Ed25519
 //! (PKCS#8 `PRIVATE KEY`) and DSA (sprig's own `DSA PRIVATE KEY`), each re-encoded as Go's
-//! `pemBlockForKey` does. Certificates are written as Go 1.19's `x509.CreateCertificate` writes
-//! sprig's templates: version 3, a random 128-bit serial, the subject `CN=cn`, UTCTime validity
-//! (GeneralizedTime from 2050 on), then the extensions key usage (critical), extended key usage
-//! (server and client auth), basic constraints (critical), the subject key identifier (CAs: the
-//! first 160 bits of the SHA-256 of the public key, as Go 1.25 does), the authority key identifier (the issuer's subject key identifier,
-//! when issuer and subject differ) and the subject alternative names (DNS names, then IPs).
-//! Signatures: SHA-256 with RSA (PKCS#1 v1.5), ECDSA with SHA-256, or Ed25519.
+//! `pemBlockForKey` does. Certificates are written as `x509.CreateCertificate` writes sprig's
+//! templates (Go 1.25, the Go Landscaper builds with; the layout is Go 1.19's too): version 3, a
+//! random 128-bit serial, the subject `CN=cn` (PrintableString, or UTF8String), UTCTime validity
+//! (GeneralizedTime from 2050 on; `days` wraps as Go's `time.Duration` does), then the
+//! extensions key usage (critical), extended key usage (server and client auth), basic
+//! constraints (critical), the subject key identifier (CAs only: the first 160 bits of the
+//! SHA-256 of the public key, Go 1.25's `x509sha256skid=1`; Go 1.19 used SHA-1), the authority
+//! key identifier (the issuer's subject key identifier, when issuer and subject differ) and the
+//! subject alternative names (DNS names, then IPs; critical when the subject is empty).
+//! Signatures: SHA-256 with RSA (PKCS#1 v1.5; RSA keys under 1024 bits are refused, as Go 1.24
+//! and later refuse them), ECDSA with SHA-256, or Ed25519. The checks and messages follow Go's
+//! (a CA key that is not its certificate's, DSA keys, non-ASCII DNS names...).
+//!
+//! Key generation uses the RustCrypto crates (`rsa`, `p256`, `ed25519-dalek`, `dsa`); RSA 4096
+//! (`genPrivateKey "rsa"`) takes seconds, several times Go's time.
 //!
 //! Go's ECDSA keys on P-224, P-384 and P-521 are not supported (P-256 is what `genPrivateKey`
 //! makes); reading one fails with a message saying so.
@@ -176,8 +184,9 @@ pub fn parse_private_key_pem(text: &[u8]) -> Result<PrivateKey, String> {
         ));
     };
     match prefix {
-        "RSA" => parse_pkcs1(&block.bytes)
-            .map_err(|e| format!("parsing RSA private key from PEM: {e}")),
+        "RSA" => {
+            parse_pkcs1(&block.bytes).map_err(|e| format!("parsing RSA private key from PEM: {e}"))
+        }
         "EC" => parse_sec1(None, &block.bytes)
             .map_err(|e| format!("parsing EC private key from PEM: {e}")),
         "DSA" => {
@@ -217,8 +226,10 @@ fn pkcs1_shape(bytes: &[u8]) -> Result<(i64, [&[u8]; 5]), String> {
     Ok((version, ints))
 }
 
-/// `asn1.Unmarshal` into Go's `ecPrivateKey`: version, scalar and the optional curve.
-fn sec1_shape(bytes: &[u8]) -> Result<(i64, &[u8], Option<&[u8]>), String> {
+/// `asn1.Unmarshal` into Go's `ecPrivateKey`: the version, scalar and (optional) curve OID.
+type Sec1<'a> = (i64, &'a [u8], Option<&'a [u8]>);
+
+fn sec1_shape(bytes: &[u8]) -> Result<Sec1<'_>, String> {
     let t = der::Reader::new(bytes).read()?;
     t.expect(der::SEQUENCE)?;
     let mut r = t.reader();
@@ -321,9 +332,9 @@ fn parse_pkcs8(bytes: &[u8]) -> Result<PrivateKey, String> {
             let seed = der::parse_one(key)
                 .and_then(|t| t.expect(der::OCTET_STRING).map(|()| t.content))
                 .map_err(|e| format!("x509: invalid Ed25519 private key: {e}"))?;
-            let seed: [u8; 32] = seed.try_into().map_err(|_| {
-                format!("x509: invalid Ed25519 private key length: {}", seed.len())
-            })?;
+            let seed: [u8; 32] = seed
+                .try_into()
+                .map_err(|_| format!("x509: invalid Ed25519 private key length: {}", seed.len()))?;
             Ok(PrivateKey::Ed25519(ed25519_dalek::SigningKey::from_bytes(
                 &seed,
             )))
@@ -399,7 +410,10 @@ fn parse_dsa(bytes: &[u8]) -> Result<PrivateKey, String> {
 fn marshal_public_key(key: &PrivateKey) -> Result<(Vec<u8>, Vec<u8>), String> {
     match key {
         PrivateKey::Rsa(k) => Ok((
-            der::seq(&[&der::uint(&k.n().to_bytes_be()), &der::uint(&k.e().to_bytes_be())]),
+            der::seq(&[
+                &der::uint(&k.n().to_bytes_be()),
+                &der::uint(&k.e().to_bytes_be()),
+            ]),
             der::seq(&[&der::oid(oids::RSA), &der::null()]),
         )),
         PrivateKey::Ecdsa(k) => Ok((
@@ -427,10 +441,7 @@ fn public_key_oid(key: &PrivateKey) -> &'static [u8] {
 /// Go's `signingParamsForPublicKey`: the encoded signature AlgorithmIdentifier.
 fn signature_algorithm(key: &PrivateKey) -> Result<Vec<u8>, String> {
     match key {
-        PrivateKey::Rsa(_) => Ok(der::seq(&[
-            &der::oid(oids::SHA256_WITH_RSA),
-            &der::null(),
-        ])),
+        PrivateKey::Rsa(_) => Ok(der::seq(&[&der::oid(oids::SHA256_WITH_RSA), &der::null()])),
         PrivateKey::Ecdsa(_) => Ok(der::seq(&[&der::oid(oids::ECDSA_WITH_SHA256)])),
         PrivateKey::Ed25519(_) => Ok(der::seq(&[&der::oid(oids::ED25519)])),
         // *dsa.PrivateKey is no crypto.Signer.
@@ -487,47 +498,99 @@ struct Parent {
     public_key: (Vec<u8>, Vec<u8>),
 }
 
-/// Go's `x509.ParseCertificate`, as far as signing needs it: the certificate must decode as
-/// X.509 (checked by `x509-cert`); its raw subject, subject key identifier and public key are
-/// read as they are.
+/// Go's `x509.ParseCertificate`: the structure is read as Go reads it (with Go's messages),
+/// then the whole certificate must decode as X.509 (checked by `x509-cert`). Returns what
+/// `CreateCertificate` uses of a parent: its raw subject, subject key identifier and key.
 fn parse_certificate(der_bytes: &[u8]) -> Result<Parent, String> {
-    use x509_cert::der::Decode as _;
-    x509_cert::Certificate::from_der(der_bytes).map_err(|e| format!("x509: malformed certificate: {e}"))?;
-    let cert = der::parse_one(der_bytes)?;
-    let mut tbs = cert.reader().read_tag(der::SEQUENCE)?.reader();
-    tbs.optional(der::explicit(0))?;
-    tbs.read_tag(der::INTEGER)?; // serial
-    tbs.read_tag(der::SEQUENCE)?; // signature algorithm
-    tbs.read_tag(der::SEQUENCE)?; // issuer
-    tbs.read_tag(der::SEQUENCE)?; // validity
-    let subject = tbs.read_tag(der::SEQUENCE)?;
-    let spki = tbs.read_tag(der::SEQUENCE)?;
+    fn need<T>(r: Result<T, String>, msg: &str) -> Result<T, String> {
+        r.map_err(|_| format!("x509: {msg}"))
+    }
+    let mut input = der::Reader::new(der_bytes);
+    let cert = need(input.read_tag(der::SEQUENCE), "malformed certificate")?;
+    let mut c = cert.reader();
+    let tbs = need(c.read_tag(der::SEQUENCE), "malformed tbs certificate")?;
+    let mut t = tbs.reader();
+    let version = match need(t.optional(der::explicit(0)), "malformed version")? {
+        Some(v) => need(
+            der::parse_one(v.content).and_then(|i| i.small()),
+            "malformed version",
+        )?,
+        None => 0,
+    };
+    if version < 0 {
+        return Err("x509: malformed version".into());
+    }
+    if version > 2 {
+        return Err("x509: invalid version".into());
+    }
+    need(t.read_tag(der::INTEGER), "malformed serial number")?;
+    let sig_alg = need(
+        t.read_tag(der::SEQUENCE),
+        "malformed signature algorithm identifier",
+    )?;
+    let outer_alg = need(c.read_tag(der::SEQUENCE), "malformed algorithm identifier")?;
+    if sig_alg.content != outer_alg.content {
+        return Err("x509: inner and outer signature algorithm identifiers don't match".into());
+    }
+    need(t.read_tag(der::SEQUENCE), "malformed issuer")?;
+    need(t.read_tag(der::SEQUENCE), "malformed validity")?;
+    let subject = need(t.read_tag(der::SEQUENCE), "malformed issuer")?;
+    let spki = need(t.read_tag(der::SEQUENCE), "malformed spki")?;
     let mut s = spki.reader();
-    let alg = s.read_tag(der::SEQUENCE)?.reader().read_tag(der::OID)?;
-    let bits = s.read_tag(der::BIT_STRING)?;
+    let alg = need(
+        s.read_tag(der::SEQUENCE),
+        "malformed public key algorithm identifier",
+    )?;
+    let alg = need(alg.reader().read_tag(der::OID), "malformed OID")?;
+    let bits = need(s.read_tag(der::BIT_STRING), "malformed subjectPublicKey")?;
     let public_key = (
         alg.content.to_vec(),
         bits.content.get(1..).unwrap_or_default().to_vec(),
     );
     let mut subject_key_id = Vec::new();
-    while !tbs.is_empty() {
-        let t = tbs.read()?;
-        if t.tag != der::explicit(3) {
-            continue;
-        }
-        let exts = der::parse_one(t.content)?;
-        let mut exts = exts.reader();
-        while !exts.is_empty() {
-            let mut ext = exts.read_tag(der::SEQUENCE)?.reader();
-            let id = ext.read_tag(der::OID)?;
-            ext.optional(der::BOOLEAN)?;
-            let value = ext.read_tag(der::OCTET_STRING)?;
-            if id.content == oids::SUBJECT_KEY_ID {
-                let v = der::parse_one(value.content)?;
-                v.expect(der::OCTET_STRING)?;
-                subject_key_id = v.content.to_vec();
+    if version > 0 {
+        need(t.optional(der::implicit(1)), "malformed issuerUniqueID")?;
+        need(t.optional(der::implicit(2)), "malformed subjectUniqueID")?;
+        if version == 2
+            && let Some(exts) = need(t.optional(der::explicit(3)), "malformed extensions")?
+        {
+            let exts = need(der::parse_one(exts.content), "malformed extensions")?;
+            need(exts.expect(der::SEQUENCE), "malformed extensions")?;
+            let mut exts = exts.reader();
+            while !exts.is_empty() {
+                let ext = need(exts.read_tag(der::SEQUENCE), "malformed extension")?;
+                let mut e = ext.reader();
+                let id = need(e.read_tag(der::OID), "malformed extension OID field")?;
+                need(
+                    e.optional(der::BOOLEAN),
+                    "malformed extension critical field",
+                )?;
+                let value = need(
+                    e.read_tag(der::OCTET_STRING),
+                    "malformed extension value field",
+                )?;
+                if id.content == oids::SUBJECT_KEY_ID {
+                    let v = need(
+                        der::parse_one(value.content),
+                        "invalid subject key identifier",
+                    )?;
+                    need(
+                        v.expect(der::OCTET_STRING),
+                        "invalid subject key identifier",
+                    )?;
+                    subject_key_id = v.content.to_vec();
+                }
             }
         }
+    }
+    need(c.read_tag(der::BIT_STRING), "malformed signature")?;
+    if !input.is_empty() {
+        return Err("x509: trailing data".into());
+    }
+    {
+        use x509_cert::der::Decode as _;
+        x509_cert::Certificate::from_der(der_bytes)
+            .map_err(|e| format!("x509: malformed certificate: {e}"))?;
     }
     Ok(Parent {
         raw_subject: subject.full.to_vec(),
@@ -606,7 +669,11 @@ fn key_usage_der(usage: u16) -> Vec<u8> {
     ];
     let bytes: &[u8] = if a[1] != 0 { &a } else { &a[..1] };
     let last = bytes[bytes.len() - 1];
-    let unused = if last == 0 { 0 } else { last.trailing_zeros() as u8 };
+    let unused = if last == 0 {
+        0
+    } else {
+        last.trailing_zeros() as u8
+    };
     let mut content = vec![unused];
     content.extend_from_slice(bytes);
     der::tlv(der::BIT_STRING, &content)
@@ -793,7 +860,10 @@ pub fn certificate_authority(
 }
 
 /// sprig's `generateSelfSignedCertificateWithKeyInternal`.
-pub fn self_signed_certificate(template: &Template, key: &PrivateKey) -> Result<Certificate, String> {
+pub fn self_signed_certificate(
+    template: &Template,
+    key: &PrivateKey,
+) -> Result<Certificate, String> {
     create(template, key, None, key)
 }
 
@@ -852,12 +922,18 @@ mod tests {
     #[test]
     fn times_switch_to_generalized_in_2050() {
         let t = |s: &str| time_der(s.parse().unwrap());
-        assert_eq!(t("2049-12-31T23:59:59.9Z"), der::tlv(der::UTC_TIME, b"491231235959Z"));
+        assert_eq!(
+            t("2049-12-31T23:59:59.9Z"),
+            der::tlv(der::UTC_TIME, b"491231235959Z")
+        );
         assert_eq!(
             t("2050-01-01T00:00:00Z"),
             der::tlv(der::GENERALIZED_TIME, b"20500101000000Z")
         );
-        assert_eq!(t("1950-01-01T00:00:00Z"), der::tlv(der::UTC_TIME, b"500101000000Z"));
+        assert_eq!(
+            t("1950-01-01T00:00:00Z"),
+            der::tlv(der::UTC_TIME, b"500101000000Z")
+        );
         assert_eq!(
             t("1949-12-31T23:59:59Z"),
             der::tlv(der::GENERALIZED_TIME, b"19491231235959Z")
@@ -914,10 +990,7 @@ mod tests {
             &der::octet_string(&sec1),
         ]);
         let parsed = parse_private_key_pem(pem::encode("PRIVATE KEY", &pkcs8).as_bytes()).unwrap();
-        assert_eq!(
-            pem_for_key(&parsed),
-            pem::encode("EC PRIVATE KEY", &sec1)
-        );
+        assert_eq!(pem_for_key(&parsed), pem::encode("EC PRIVATE KEY", &sec1));
     }
 
     #[test]
@@ -1001,7 +1074,12 @@ mod tests {
     /// Checks the certificate's signature with the issuer's public key (its SPKI).
     fn verifies(c: &Certificate, issuer: &x509_cert::Certificate) -> bool {
         let der_bytes = cert_der(c);
-        let tbs = der::parse_one(&der_bytes).unwrap().reader().read().unwrap().full;
+        let tbs = der::parse_one(&der_bytes)
+            .unwrap()
+            .reader()
+            .read()
+            .unwrap()
+            .full;
         let cert = parsed(c);
         let sig = cert.signature.raw_bytes();
         let spki = &issuer.tbs_certificate.subject_public_key_info;
@@ -1018,14 +1096,13 @@ mod tests {
             "1.2.840.10045.2.1" => {
                 use p256::ecdsa::signature::Verifier as _;
                 let public = p256::ecdsa::VerifyingKey::from_sec1_bytes(key).unwrap();
-                let sig = p256::ecdsa::Signature::from_der(sig).unwrap();
-                public.verify(tbs, &sig).is_ok()
+                p256::ecdsa::Signature::from_der(sig).is_ok_and(|s| public.verify(tbs, &s).is_ok())
             }
             "1.3.101.112" => {
                 let public =
                     ed25519_dalek::VerifyingKey::from_bytes(key.try_into().unwrap()).unwrap();
-                let sig = ed25519_dalek::Signature::from_slice(sig).unwrap();
-                public.verify_strict(tbs, &sig).is_ok()
+                ed25519_dalek::Signature::from_slice(sig)
+                    .is_ok_and(|s| public.verify_strict(tbs, &s).is_ok())
             }
             other => panic!("unexpected key algorithm {other}"),
         }
@@ -1082,7 +1159,12 @@ mod tests {
     #[test]
     fn self_signed_certificates_carry_the_names_and_addresses() {
         let key = ecdsa();
-        let t = template("web", &["10.0.0.1", "::1", "::ffff:1.2.3.4"], &["a.example", "b"], 2);
+        let t = template(
+            "web",
+            &["10.0.0.1", "::1", "::ffff:1.2.3.4"],
+            &["a.example", "b"],
+            2,
+        );
         let cert = self_signed_certificate(&t, &key).unwrap();
         let c = parsed(&cert);
         assert_eq!(ext_ids(&c), [KU, EKU, BC, SAN], "no key identifiers");
@@ -1248,7 +1330,7 @@ mod tests {
         let junk = pem::encode("CERTIFICATE", b"junk");
         assert!(
             err(b64(junk.as_bytes()).as_bytes(), b"")
-                .starts_with("error parsing certificate: decodedCert.Bytes: x509: malformed certificate")
+                == "error parsing certificate: decodedCert.Bytes: x509: malformed certificate"
         );
         assert_eq!(
             err(b64(&ca.cert).as_bytes(), b""),
@@ -1256,7 +1338,10 @@ mod tests {
         );
         // The key need not be the certificate's (sprig does not check).
         let other = pem_for_key(&generate_ed25519());
-        assert!(build_custom_certificate(b64(&ca.cert).as_bytes(), b64(other.as_bytes()).as_bytes()).is_ok());
+        assert!(
+            build_custom_certificate(b64(&ca.cert).as_bytes(), b64(other.as_bytes()).as_bytes())
+                .is_ok()
+        );
     }
 
     #[test]
@@ -1272,5 +1357,21 @@ mod tests {
         assert!(text.starts_with("-----BEGIN DSA PRIVATE KEY-----\n"));
         let again = parse_private_key_pem(text.as_bytes()).unwrap();
         assert_eq!(pem_for_key(&again), text);
+    }
+
+    #[test]
+    fn generated_dsa_keys_have_gos_l2048_n256_parameters() {
+        let PrivateKey::Dsa(k) = generate_dsa() else {
+            unreachable!()
+        };
+        let n = |b: &[u8]| rsa::BigUint::from_bytes_be(b);
+        assert_eq!(n(&k.p).bits(), 2048);
+        assert_eq!(n(&k.q).bits(), 256);
+        assert_eq!(n(&k.g).modpow(&n(&k.x), &n(&k.p)), n(&k.y));
+        assert_eq!(
+            (n(&k.p) - 1u32) % n(&k.q),
+            rsa::BigUint::from(0u32),
+            "q divides p-1"
+        );
     }
 }

@@ -243,9 +243,7 @@ impl<'a> Reader<'a> {
         if tag & 0x1f == 0x1f {
             return Err(structure("high-tag-number form not supported"));
         }
-        let (&first, mut rest) = rest
-            .split_first()
-            .ok_or_else(|| syntax("data truncated"))?;
+        let (&first, mut rest) = rest.split_first().ok_or_else(|| syntax("data truncated"))?;
         let len = if first < 0x80 {
             usize::from(first)
         } else {
@@ -324,7 +322,10 @@ mod tests {
         assert_eq!(&long[..4], &[4, 0x82, 0x01, 0x2c]);
         let t = parse_one(&long).unwrap();
         assert_eq!(t.content.len(), 300);
-        assert!(parse_one(&[4, 0x81, 0x05, 1, 2, 3, 4, 5]).is_err(), "non-minimal");
+        assert!(
+            parse_one(&[4, 0x81, 0x05, 1, 2, 3, 4, 5]).is_err(),
+            "non-minimal"
+        );
         assert!(parse_one(&[4, 3, 1]).is_err(), "truncated");
         assert!(parse_one(&[4, 1, 1, 0]).is_err(), "trailing");
     }

@@ -142,7 +142,12 @@ mod tests {
             })
         );
         assert_eq!(encode("E", &[]), "-----BEGIN E-----\n-----END E-----\n");
-        assert_eq!(decode(b"-----BEGIN E-----\n-----END E-----\n").unwrap().bytes, b"");
+        assert_eq!(
+            decode(b"-----BEGIN E-----\n-----END E-----\n")
+                .unwrap()
+                .bytes,
+            b""
+        );
     }
 
     #[test]
@@ -151,7 +156,8 @@ mod tests {
         let text = b"junk\r\n-----BEGIN K-----\r\nProc-Type: 4,x\r\n\r\naGVs bG8=\r\n-----END K-----  \r\ntail";
         assert_eq!(decode(text).unwrap().bytes, b"hello");
         // A malformed first block is skipped for a later good one.
-        let text = b"-----BEGIN A-----\n!!!\n-----END A-----\n-----BEGIN B-----\naGk=\n-----END B-----\n";
+        let text =
+            b"-----BEGIN A-----\n!!!\n-----END A-----\n-----BEGIN B-----\naGk=\n-----END B-----\n";
         let b = decode(text).unwrap();
         assert_eq!((b.kind.as_str(), b.bytes.as_slice()), ("B", &b"hi"[..]));
         // Mismatched END type, missing END, no block at all.

@@ -12,12 +12,17 @@
 //!   nondeterministic ones) must appear in the corpus.
 //! * `generated_templates_match_go`: the same comparison on `GENERATED_CASES` templates and data
 //!   documents generated from a grammar with a fixed seed (deterministic), sent to Go as one batch.
+//! * `proptest_templates_match_go`: the same on `PROPTEST_CASES` templates and data drawn from
+//!   proptest strategies (`prop_gen`) with a fixed seed (`ORACLE_PROPTEST_SEED` and
+//!   `ORACLE_PROPTEST_CASES` override), one batch; the first failures are shrunk with Go
+//!   deciding each step and printed minimal. Known differences are left out of the strategies or
+//!   skipped by `PROPTEST_KNOWN_DIFFERENCES`.
 //!
 //! Where the oracle's Go or libraries behave differently from the versions Landscaper builds with
 //! (which the engine follows), see `skip_go_version_dependent` and `LIBRARY_MESSAGES`.
 //!
 //! Without Go and the sprig sources the tests print a SKIP line and pass. Reports of every
-//! difference are written to `target/oracle/last-{corpus,generated}-report.jsonl`;
+//! difference are written to `target/oracle/last-{corpus,generated,proptest}-report.jsonl`;
 //! `ORACLE_FILTER=substring` restricts the corpus run to matching case names.
 
 use std::collections::BTreeMap;
@@ -2050,11 +2055,12 @@ mod prop_gen {
                 argc
             };
             let mut s = String::new();
-            if chained && c.convert {
-                if let Some(conv) = want.converter() {
-                    s.push_str(conv);
-                    s.push_str(" | ");
-                }
+            if chained
+                && c.convert
+                && let Some(conv) = want.converter()
+            {
+                s.push_str(conv);
+                s.push_str(" | ");
             }
             s.push_str(name);
             for k in 0..argc {
@@ -2112,7 +2118,7 @@ const PROPTEST_KNOWN_DIFFERENCES: &[(&str, &str)] = &[
 
 /// How many proptest cases, from which seed, and whether failures are shrunk.
 const PROPTEST_CASES: usize = 300;
-const PROPTEST_SEED: u64 = 0x5eed_0f_9e7a_11ed;
+const PROPTEST_SEED: u64 = 0x005e_ed0f_9e7a_11ed;
 /// At most this many failing cases are shrunk, each in at most this many oracle runs.
 const PROPTEST_SHRINK_CASES: usize = 3;
 const PROPTEST_SHRINK_STEPS: usize = 500;

@@ -150,6 +150,27 @@ fn oci_reference_errors() {
         e.contains("invalid reference format: repository name must be lowercase"),
         "{e}"
     );
+    // The digest is checked as go-digest checks it.
+    let hex32 = "0123456789abcdef0123456789abcdef";
+    for (digest, want) in [
+        (format!("sha256:{hex32}"), "invalid checksum digest length"),
+        (
+            format!("sha256:{}", hex32.repeat(2).to_uppercase()),
+            "invalid checksum digest format",
+        ),
+        (format!("md5:{hex32}"), "unsupported digest algorithm"),
+        (format!("MD5:{hex32}"), "invalid checksum digest format"),
+    ] {
+        let e = eval_err(&format!(
+            "x: (( parseOCIRef(\"eu.gcr.io/a/b@{digest}\") ))\n"
+        ));
+        assert!(e.contains(want), "{digest}: {e}");
+    }
+    let out = eval(&format!(
+        "x: (( ociRefVersion(\"eu.gcr.io/a/b:1.0@sha512:{}\") ))\n",
+        hex32.repeat(4)
+    ));
+    assert_eq!(out, json!({"x": format!("sha512:{}", hex32.repeat(4))}));
     let e = eval_err("x: (( ociRefRepo(\"no tag here\") ))\n");
     assert!(e.contains("invalid reference format"), "{e}");
     // The path and the expression of the failing node are named.

@@ -567,7 +567,7 @@ mod tests {
         assert_eq!(json_float(1e-7), "1e-7");
         assert_eq!(json_float(123456789.0), "123456789");
         // Two shortest forms, equally near: Go takes the even one.
-        let tie = -810506378065051.25;
+        let tie = -(810_506_378_065_051.0 + 0.25);
         assert_eq!(format_float(tie, 'g', -1), "-8.105063780650512e+14");
         assert_eq!(format_float(tie, 'e', -1), "-8.105063780650512e+14");
         assert_eq!(format_float(tie, 'f', -1), "-810506378065051.2");

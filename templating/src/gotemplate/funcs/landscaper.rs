@@ -455,6 +455,9 @@ pub fn parse_oci_ref(reference: &str) -> Result<[String; 2], FuncError> {
     let name = caps.get(1).map_or("", |m| m.as_str());
     let tag = caps.get(2).map(|m| m.as_str().to_string());
     let digest = caps.get(3).map(|m| m.as_str().to_string());
+    if let Some(d) = &digest {
+        validate_digest(d)?;
+    }
     if reference.split(':').count() < 2 {
         return Err(FuncError::new("invalid reference"));
     }
@@ -492,4 +495,38 @@ pub fn parse_oci_ref(reference: &str) -> Result<[String; 2], FuncError> {
         (None, None) => "latest".to_string(),
     };
     Ok([repo, version])
+}
+
+/// go-digest's `Digest.Validate` (`reference.Parse` checks a reference's digest with it), for
+/// the algorithms Landscaper links: sha256, sha384, sha512, lowercase hex of their size.
+fn validate_digest(d: &str) -> Result<(), FuncError> {
+    let (algorithm, encoded) = d.split_once(':').unwrap_or((d, ""));
+    let size = match algorithm {
+        "sha256" => 32,
+        "sha384" => 48,
+        "sha512" => 64,
+        _ => {
+            // `DigestRegexpAnchored` (the encoded part, hex, always fits it).
+            let lower = algorithm.split(['.', '+', '_', '-']).all(|c| {
+                !c.is_empty()
+                    && c.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            });
+            return Err(FuncError::new(if lower {
+                "unsupported digest algorithm"
+            } else {
+                "invalid checksum digest format"
+            }));
+        }
+    };
+    if encoded.len() != size * 2 {
+        return Err(FuncError::new("invalid checksum digest length"));
+    }
+    if !encoded
+        .bytes()
+        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err(FuncError::new("invalid checksum digest format"));
+    }
+    Ok(())
 }

@@ -224,3 +224,81 @@ fn succeeded_installations_are_reconciled_automatically_by_interval() {
         .unwrap_or_default();
     assert!(count >= 2, "numberOfReconciles counts the retries: {o}");
 }
+
+#[test]
+fn a_blueprint_directory_in_the_manifests_folder_can_be_referenced() {
+    let dirs = tempfile::tempdir().unwrap();
+    let daemon = start_daemon(dirs.path(), "");
+    daemon.write(
+        "blueprints/echo/blueprint.yaml",
+        r#"apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+jsonSchemaVersion: https://json-schema.org/draft/2019-09/schema
+deployExecutions:
+  - name: default
+    type: GoTemplate
+    file: /deploy.tpl
+"#,
+    );
+    daemon.write(
+        "blueprints/echo/deploy.tpl",
+        "deployItems:\n  - name: echo\n    type: landscaper.gardener.cloud/mock\n    config:\n      apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1\n      kind: ProviderConfiguration\n      providerStatus: {from: directory}\n",
+    );
+    daemon.write(
+        "echo.yaml",
+        r#"apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Installation
+metadata:
+  name: echo
+  namespace: seeds
+  annotations:
+    landscaper.gardener.cloud/operation: reconcile
+spec:
+  blueprint:
+    ref:
+      resourceName: local://blueprints/echo
+"#,
+    );
+    let o = eventually(Duration::from_secs(20), "echo finished", || {
+        let o = get_installation(&daemon, "echo")?;
+        matches!(status_str(&o, "phase").as_str(), "Succeeded" | "Failed").then_some(o)
+    });
+    assert_eq!(status_str(&o, "phase"), "Succeeded", "{o}");
+    let items = daemon
+        .get_json("/apis/landscaper.gardener.cloud/v1alpha1/namespaces/seeds/deployitems")
+        .unwrap();
+    assert_eq!(
+        items["items"][0]["status"]["providerStatus"]["from"], "directory",
+        "{items}"
+    );
+    // The blueprint directory is not read as manifests.
+    let files = daemon
+        .get_json("/apis/appliance.landscaper-appliance.io/v1alpha1/manifestfiles")
+        .unwrap();
+    let paths: Vec<&str> = files["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["spec"]["path"].as_str())
+        .collect();
+    assert!(
+        !paths.iter().any(|p| p.starts_with("blueprints/")),
+        "{paths:?}"
+    );
+    // A path that leaves the folder is refused with a clear error.
+    daemon.write(
+        "escape.yaml",
+        &std::fs::read_to_string(daemon.manifests.join("echo.yaml"))
+            .unwrap()
+            .replace("name: echo", "name: escape")
+            .replace("local://blueprints/echo", "local://../outside"),
+    );
+    let o = eventually(Duration::from_secs(20), "escape failed", || {
+        let o = get_installation(&daemon, "escape")?;
+        (status_str(&o, "phase") == "Failed").then_some(o)
+    });
+    let message = o["status"]["lastError"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.contains("stay inside"), "{o}");
+}

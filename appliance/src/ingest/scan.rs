@@ -68,6 +68,9 @@ pub fn walk(root: &Path) -> io::Result<Walk> {
     Ok(walk)
 }
 
+/// The file that makes a directory a blueprint directory, skipped by the scan.
+const BLUEPRINT_FILE: &str = "blueprint.yaml";
+
 fn walk_dir(
     dir: &Path,
     prefix: &str,
@@ -103,6 +106,10 @@ fn walk_dir(
         }
     }
     names.sort();
+    // A blueprint directory (referenced by `local://<path>`) holds templates, not manifests.
+    if !prefix.is_empty() && names.iter().any(|n| n == BLUEPRINT_FILE) {
+        return;
+    }
     let skip_markers: HashSet<&str> = names
         .iter()
         .filter_map(|n| n.strip_suffix(SKIP_SUFFIX))

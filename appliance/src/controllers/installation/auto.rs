@@ -318,4 +318,31 @@ mod tests {
         i.metadata.generation = Some(2);
         assert_eq!(decide(&i, t("2026-01-01T00:00:00Z")), Decision::Nothing);
     }
+
+    #[test]
+    fn a_cron_spec_overrides_the_interval() {
+        let spec = AutomaticReconcile {
+            succeeded_reconcile: Some(SucceededReconcile {
+                interval: Some(landscaper_store::model::Duration::parse("1m").unwrap()),
+                cron_spec: Some("0 3 * * *".into()),
+            }),
+            ..Default::default()
+        };
+        let mut i = inst(Phase::Succeeded, spec);
+        i.status.as_mut().unwrap().automatic_reconcile_status = Some(AutomaticReconcileStatus {
+            generation: Some(1),
+            number_of_reconciles: Some(0),
+            last_reconcile_time: Some("2026-01-01T00:00:00Z".into()),
+            on_failed: Some(false),
+        });
+        // Not after one minute (the interval), but at 03:00 (the schedule).
+        assert!(
+            matches!(decide(&i, t("2026-01-01T00:02:00Z")), Decision::Wait(d)
+            if d > Duration::from_secs(2 * 3600))
+        );
+        assert!(matches!(
+            decide(&i, t("2026-01-01T03:00:01Z")),
+            Decision::Update { annotate: true, .. }
+        ));
+    }
 }

@@ -551,7 +551,7 @@ impl InstallationReconciler {
             }
         }
         // (b) blueprint.
-        let blueprint = dataflow::load_blueprint(inst)?;
+        let blueprint = dataflow::load_blueprint(inst, self.context.manifests_dir.as_deref())?;
         // (c) predecessors.
         let predecessors = self.check_predecessors(inst)?;
         // (d), (e) imports.
@@ -754,7 +754,7 @@ impl InstallationReconciler {
             }
         }
         // (b) imports and spec unchanged.
-        let blueprint = dataflow::load_blueprint(inst)?;
+        let blueprint = dataflow::load_blueprint(inst, self.context.manifests_dir.as_deref())?;
         let values = dataflow::read_import_values(store, inst)?;
         if Some(dataflow::imports_hash(&values)) != status.imports_hash {
             return Err(PhaseError::Fatal(LsError::new(

@@ -437,7 +437,7 @@ async fn legacy_discovery_has_kube_apiserver_shapes() {
     assert_eq!(
         *inst,
         json!({"name": "installations", "singularName": "installation", "namespaced": true,
-            "kind": "Installation", "verbs": ["get", "list", "watch"], "shortNames": ["inst"],
+            "kind": "Installation", "verbs": ["delete", "get", "list", "patch", "watch"], "shortNames": ["inst"],
             "categories": ["landscaper"]})
     );
     let files = get(s.addr, FILES).await.json();
@@ -669,7 +669,15 @@ async fn errors_are_status_objects() {
         );
     }
 
-    for method in ["PATCH", "DELETE", "POST", "PUT"] {
+    // Writes of single objects need the token (this server has none); creating and replacing
+    // objects is not served.
+    for method in ["PATCH", "DELETE"] {
+        let path = format!("{LS}/namespaces/demo/installations/root");
+        let r = request_with(s.addr, method, &path, &[]).await;
+        assert_eq!(r.status, 401, "{method} {path}");
+        assert_eq!(r.json()["reason"], "Unauthorized");
+    }
+    for method in ["POST", "PUT"] {
         for path in [
             format!("{LS}/namespaces/demo/installations/root"),
             format!("{LS}/namespaces/demo/installations"),
@@ -686,7 +694,6 @@ async fn errors_are_status_objects() {
                 message.starts_with(&format!("{method} is not supported on ")),
                 "{message}"
             );
-            assert!(message.contains("read-only"), "{message}");
         }
     }
     // Nothing changed.

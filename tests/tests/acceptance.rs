@@ -560,11 +560,16 @@ fn scenario_07_subinstallation_executions() {
         sub2_gone,
         |s| s.dump(),
     );
-    let parent_done = s.recorder.job_finished(
-        Res::Installation,
-        "subinst-templates",
-        str_at(&parent, "/status/jobID"),
-    );
+    // The watch can miss an event when its stream is re-established; the store's history of
+    // the object then tells when the latest job finished.
+    let parent_done = s
+        .recorder
+        .job_finished(
+            Res::Installation,
+            "subinst-templates",
+            str_at(&parent, "/status/jobID"),
+        )
+        .or_else(|| latest_finish_from_history(&s, "subinst-templates"));
     let deleted = s.recorder.deleted(Res::Installation, &sub2_name);
     s.check_before(
         "subinst-templates reached Succeeded only after subinst-2 was gone",
@@ -1840,4 +1845,19 @@ fn scenario_15_spiff_executions() {
     }
     s.check_oracle(1);
     s.finish();
+}
+
+/// The revision at which the Installation `name` last entered `Succeeded`, from
+/// `/appliance/v1/history`.
+fn latest_finish_from_history(s: &Scenario, name: &str) -> Option<u64> {
+    let history = s.daemon.get_json(&format!(
+        "/appliance/v1/history?kind=Installation&namespace=cu-example&name={name}&limit=10000"
+    ))?;
+    let mut entries: Vec<&serde_json::Value> = history["items"].as_array()?.iter().collect();
+    entries.sort_by_key(|e| e["revision"].as_u64().unwrap_or(0));
+    entries
+        .iter()
+        .filter(|e| e["phase"] == "Succeeded" && e["previousPhase"] != "Succeeded")
+        .filter_map(|e| e["revision"].as_u64())
+        .next_back()
 }

@@ -94,18 +94,12 @@ pub fn run(args: &RenderArgs, out: &mut impl Write, warn: &mut impl Write) -> an
     let imports = construct_imports(bp, &installation_values, &mapped)
         .with_context(|| format!("{}: invalid imports", source.origin))?;
 
-    let mut bindings = Bindings::with_imports(imports);
-    if let Some(inst) = &source.installation {
-        bindings.blueprint_def = serde_json::to_value(&inst.spec.blueprint).ok();
-        if let Some(cd) = &inst.spec.component_descriptor {
-            bindings.component_descriptor_def = serde_json::to_value(cd).ok();
-            if let Some(inline) = &cd.inline {
-                bindings.cd = inline.clone();
-                bindings.components =
-                    json!({"meta": {"schemaVersion": "v2"}, "components": [inline]});
-            }
+    let mut bindings = match &source.installation {
+        Some(inst) => {
+            crate::controllers::installation::dataflow::installation_bindings(inst, imports)
         }
-    }
+        None => Bindings::with_imports(imports),
+    };
     // Import executions add bindings to the imports, or fail the import validation.
     let import_executions = render_import_executions(bp, &bindings)
         .with_context(|| format!("{}: rendering failed", source.origin))?;
@@ -521,23 +515,9 @@ fn key_values(
     kind: &str,
     name: &str,
 ) -> anyhow::Result<Option<Value>> {
-    let parse = |k: &str, bytes: &[u8]| -> anyhow::Result<Value> {
-        parse_yaml(&String::from_utf8_lossy(bytes))
-            .map_err(|e| anyhow::anyhow!("import {import:?}: {kind} {name} key {k}: {e}"))
-    };
-    match key.filter(|k| !k.is_empty()) {
-        Some(k) => match data.get(k) {
-            Some(b) => Ok(Some(parse(k, b)?)),
-            None => bail!("import {import:?}: {kind} {name} has no key {k:?}"),
-        },
-        None => {
-            let mut m = Map::new();
-            for (k, b) in data {
-                m.insert(k.clone(), parse(k, b)?);
-            }
-            Ok(Some(Value::Object(m)))
-        }
-    }
+    crate::controllers::installation::dataflow::key_values(data, key, import, kind, name)
+        .map(Some)
+        .map_err(anyhow::Error::msg)
 }
 
 /// A target import given as a Target's `spec` (or a list/map of them) becomes a Target object

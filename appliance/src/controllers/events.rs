@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use landscaper_store::model::constants::ENCOMPASSED_BY_LABEL;
+use landscaper_store::model::Installation;
 use landscaper_store::{Change, ChangeType, Kind, LabelSelector, ObjectKey, Store, object};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
@@ -45,20 +45,19 @@ pub fn keys_for_change(change: &Change) -> Vec<ObjectKey> {
 
 /// Installations that share a parent with `object` (roots: the roots of the namespace).
 pub fn siblings(store: &Store, object: &Value) -> Vec<ObjectKey> {
-    let namespace = object::namespace(object);
-    let parent = object::labels(object).get(ENCOMPASSED_BY_LABEL).cloned();
-    let Ok(list) = store.list(
-        Kind::Installation,
-        Some(namespace),
-        &LabelSelector::default(),
-    ) else {
+    let Ok(inst) = landscaper_store::model::from_value::<Installation>(object) else {
         return Vec::new();
     };
-    list.items
+    super::installation::dataflow::siblings(store, &inst)
+        .unwrap_or_default()
         .iter()
-        .filter(|o| object::labels(o).get(ENCOMPASSED_BY_LABEL) == parent.as_ref())
-        .filter(|o| object::name(o) != object::name(object))
-        .map(|o| ObjectKey::new(Kind::Installation, namespace, object::name(o)))
+        .map(|s| {
+            ObjectKey::new(
+                Kind::Installation,
+                object::namespace(object),
+                super::installation::dataflow::name(s),
+            )
+        })
         .collect()
 }
 

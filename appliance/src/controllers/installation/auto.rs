@@ -9,6 +9,8 @@ use landscaper_store::clock::format_time;
 use landscaper_store::model::constants::*;
 use landscaper_store::model::{AutomaticReconcileStatus, Installation, Phase};
 
+use super::machine::annotation;
+
 const DEFAULT_FAILED_INTERVAL: Duration = Duration::from_secs(5 * 60);
 const DEFAULT_SUCCEEDED_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
@@ -22,14 +24,6 @@ pub enum Decision {
         status: Option<AutomaticReconcileStatus>,
         annotate: bool,
     },
-}
-
-fn annotation<'a>(inst: &'a Installation, key: &str) -> Option<&'a str> {
-    inst.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(key))
-        .map(String::as_str)
 }
 
 /// A user's (not a retry's) reconcile request resets the retry counter when the job starts.

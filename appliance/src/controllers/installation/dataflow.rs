@@ -321,7 +321,8 @@ pub fn read_import_values(
                     &imp.name,
                     "Secret",
                     &r.name,
-                )?,
+                )
+                .map_err(|m| fatal(OP, "ImportsSatisfied", m))?,
             );
         } else if let Some(r) = &imp.config_map_ref {
             if !is_root {
@@ -347,7 +348,8 @@ pub fn read_import_values(
                     &imp.name,
                     "ConfigMap",
                     &r.name,
-                )?,
+                )
+                .map_err(|m| fatal(OP, "ImportsSatisfied", m))?,
             );
         }
     }
@@ -437,31 +439,23 @@ pub fn label_equals(key: &str, value: &str) -> LabelSelector {
     LabelSelector::parse(&format!("{key}={value}")).unwrap_or_default()
 }
 
-fn key_values(
+/// The import value of a ConfigMap's or Secret's (decoded) data: one key parsed as YAML, or
+/// all keys as a map. Shared with the offline `render` command.
+pub fn key_values(
     data: &BTreeMap<String, Vec<u8>>,
     key: Option<&str>,
     import: &str,
     kind: &str,
     name: &str,
-) -> Result<Value, PhaseError> {
-    const OP: &str = "ImportsSatisfied";
-    let parse = |k: &str, bytes: &[u8]| -> Result<Value, PhaseError> {
-        parse_yaml(&String::from_utf8_lossy(bytes)).map_err(|e| {
-            fatal(
-                OP,
-                "ImportsSatisfied",
-                format!("import {import:?}: {kind} {name} key {k}: {e}"),
-            )
-        })
+) -> Result<Value, String> {
+    let parse = |k: &str, bytes: &[u8]| -> Result<Value, String> {
+        parse_yaml(&String::from_utf8_lossy(bytes))
+            .map_err(|e| format!("import {import:?}: {kind} {name} key {k}: {e}"))
     };
     match key.filter(|k| !k.is_empty()) {
         Some(k) => match data.get(k) {
             Some(b) => parse(k, b),
-            None => Err(fatal(
-                OP,
-                "ImportsSatisfied",
-                format!("import {import:?}: {kind} {name} has no key {k:?}"),
-            )),
+            None => Err(format!("import {import:?}: {kind} {name} has no key {k:?}")),
         },
         None => {
             let mut m = Map::new();
@@ -479,6 +473,22 @@ pub fn imports_hash(values: &Map<String, Value>) -> String {
     let text = serde_json::to_string(values).unwrap_or_default();
     let digest = sha2::Sha256::digest(text.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What an installation's executions see besides `.imports`: `.blueprint`, and from an inline
+/// component descriptor `.cd`, `.components` and `.componentDescriptorDef`. Shared with the
+/// offline `render` command.
+pub fn installation_bindings(inst: &Installation, imports: Map<String, Value>) -> Bindings {
+    let mut bindings = Bindings::with_imports(imports);
+    bindings.blueprint_def = serde_json::to_value(&inst.spec.blueprint).ok();
+    if let Some(cd) = &inst.spec.component_descriptor {
+        bindings.component_descriptor_def = serde_json::to_value(cd).ok();
+        if let Some(inline) = &cd.inline {
+            bindings.cd = inline.clone();
+            bindings.components = json!({"meta": {"schemaVersion": "v2"}, "components": [inline]});
+        }
+    }
+    bindings
 }
 
 /// The blueprint's `.imports` built from the import values: data mappings, defaults, schema
@@ -501,15 +511,7 @@ pub fn construct_blueprint_imports(
     };
     let imports = construct_imports(blueprint, values, &mapped)
         .map_err(|e| fatal(OP, "ConstructImports", e.to_string()))?;
-    let mut bindings = Bindings::with_imports(imports);
-    bindings.blueprint_def = serde_json::to_value(&inst.spec.blueprint).ok();
-    if let Some(cd) = &inst.spec.component_descriptor {
-        bindings.component_descriptor_def = serde_json::to_value(cd).ok();
-        if let Some(inline) = &cd.inline {
-            bindings.cd = inline.clone();
-            bindings.components = json!({"meta": {"schemaVersion": "v2"}, "components": [inline]});
-        }
-    }
+    let mut bindings = installation_bindings(inst, imports);
     let executed = render_import_executions(blueprint, &bindings)
         .map_err(|e| fatal(OP, "RenderImportExecutions", e.to_string()))?;
     for (k, v) in executed.bindings {

@@ -30,7 +30,8 @@ pub enum PreAction {
     Idle,
 }
 
-fn annotation<'a>(inst: &'a Installation, key: &str) -> Option<&'a str> {
+/// The value of annotation `key`.
+pub fn annotation<'a>(inst: &'a Installation, key: &str) -> Option<&'a str> {
     inst.metadata
         .annotations
         .as_ref()

@@ -377,7 +377,7 @@ impl InstallationReconciler {
                         .iter()
                         .filter(|(_, i)| i.metadata.deletion_timestamp.is_none())
                         .map(|(v, i)| SubNamePair {
-                            spec_name: machine_annotation(i, SUBINSTALLATION_NAME_ANNOTATION)
+                            spec_name: machine::annotation(i, SUBINSTALLATION_NAME_ANNOTATION)
                                 .unwrap_or_default()
                                 .to_string(),
                             object_name: object::name(v).to_string(),
@@ -812,7 +812,7 @@ impl InstallationReconciler {
         job_id: &str,
     ) -> Result<(Phase, Transaction, InstallationStatus), PhaseError> {
         const OP: &str = "handleDeletionPhaseInit";
-        let ignore = machine_annotation(inst, DELETE_IGNORE_SUCCESSORS_ANNOTATION) == Some("true")
+        let ignore = machine::annotation(inst, DELETE_IGNORE_SUCCESSORS_ANNOTATION) == Some("true")
             || inst
                 .spec
                 .optimization
@@ -846,7 +846,7 @@ impl InstallationReconciler {
             }
         }
         let without_uninstall =
-            machine_annotation(inst, DELETE_WITHOUT_UNINSTALL_ANNOTATION) == Some("true");
+            machine::annotation(inst, DELETE_WITHOUT_UNINSTALL_ANNOTATION) == Some("true");
         let (subs, execution) = self
             .children(value)
             .map_err(|e| PhaseError::Normal(LsError::new(OP, "ListSubobjects", e.to_string())))?;
@@ -873,14 +873,6 @@ impl InstallationReconciler {
         let _ = job_id;
         Ok((Phase::TriggerDelete, tx, status.clone()))
     }
-}
-
-fn machine_annotation<'a>(inst: &'a Installation, key: &str) -> Option<&'a str> {
-    inst.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(key))
-        .map(String::as_str)
 }
 
 /// A create of `desired`, or an unconditional update when it exists (keeping the stored

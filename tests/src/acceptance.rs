@@ -528,6 +528,12 @@ impl Scenario {
     /// overwritten atomically, missing ones deleted, unchanged ones left alone) and waits until
     /// the daemon has ingested exactly these file revisions.
     pub fn apply_step(&mut self, n: usize) {
+        self.apply_step_rewritten(n, |_, content| content);
+    }
+
+    /// Like [`Scenario::apply_step`], with each file's content passed through `rewrite(file
+    /// name, content)` first: for a test that changes one line of a shared scenario and says why.
+    pub fn apply_step_rewritten(&mut self, n: usize, rewrite: impl Fn(&str, Vec<u8>) -> Vec<u8>) {
         if self.step > 0 {
             self.timings.push(format!(
                 "step {} {:.1}s",
@@ -559,10 +565,9 @@ impl Scenario {
             .flatten()
         {
             if entry.file_type().is_ok_and(|t| t.is_file()) {
-                want.insert(
-                    entry.file_name().to_string_lossy().to_string(),
-                    std::fs::read(entry.path()).unwrap(),
-                );
+                let name = entry.file_name().to_string_lossy().to_string();
+                let content = rewrite(&name, std::fs::read(entry.path()).unwrap());
+                want.insert(name, content);
             }
         }
         let manifests = self.daemon.manifests.clone();

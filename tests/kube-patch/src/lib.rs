@@ -1,0 +1,2 @@
+//! Patch semantics of the Kubernetes API server: JSON patch, merge patch, strategic merge
+//! patch and server-side apply.

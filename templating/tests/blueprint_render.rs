@@ -699,3 +699,76 @@ fn rendering_is_deterministic_and_cheap() {
         start.elapsed()
     );
 }
+
+#[test]
+fn subinstallation_cycles_are_reported_with_landscapers_arrows() {
+    use landscaper_templating::blueprint::{InstallationTemplate, subinstallation_cycle};
+    let template = |name: &str, imports: Value, exports: Value| -> InstallationTemplate {
+        serde_json::from_value(json!({
+            "apiVersion": "landscaper.gardener.cloud/v1alpha1",
+            "kind": "InstallationTemplate",
+            "name": name,
+            "blueprint": {"ref": "cd://resources/x"},
+            "imports": imports,
+            "exports": exports,
+        }))
+        .unwrap()
+    };
+    let a = template(
+        "a",
+        json!({"targets": [{"name": "t", "targets": ["cluster-c"]}]}),
+        json!({"data": [{"name": "e", "dataRef": "from-a"}]}),
+    );
+    let b = template(
+        "b",
+        json!({"data": [{"name": "i", "dataRef": "from-a"}]}),
+        json!({"data": [{"name": "e", "dataRef": "from-b"}]}),
+    );
+    let c = template(
+        "c",
+        json!({"data": [{"name": "i", "dataRef": "from-b"}]}),
+        json!({"targets": [{"name": "e", "target": "cluster-c"}]}),
+    );
+    let cycle = subinstallation_cycle(&[a.clone(), b.clone(), c.clone()]).expect("a cycle");
+    assert_eq!(cycle, ["a", "c", "b", "a"]);
+    // Breaking one edge (c no longer exports what a imports) removes it.
+    let c_free = template(
+        "c",
+        json!({"data": [{"name": "i", "dataRef": "from-b"}]}),
+        json!({"targets": [{"name": "e", "target": "elsewhere"}]}),
+    );
+    assert_eq!(subinstallation_cycle(&[a, b, c_free]), None);
+}
+
+#[test]
+fn a_blueprint_with_cyclic_subinstallations_fails_to_render() {
+    let fs = json!({
+        "blueprint.yaml": r#"
+apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+subinstallations:
+- apiVersion: landscaper.gardener.cloud/v1alpha1
+  kind: InstallationTemplate
+  name: first
+  blueprint: {ref: cd://resources/x}
+  imports: {data: [{name: i, dataRef: two}]}
+  exports: {data: [{name: e, dataRef: one}]}
+- apiVersion: landscaper.gardener.cloud/v1alpha1
+  kind: InstallationTemplate
+  name: second
+  blueprint: {ref: cd://resources/x}
+  imports: {data: [{name: i, dataRef: one}]}
+  exports: {data: [{name: e, dataRef: two}]}
+"#
+    });
+    let blueprint = Blueprint::from_yamlfs(&fs).unwrap();
+    let err = render_subinstallations(&blueprint, &Bindings::with_imports(Map::new()))
+        .expect_err("a cycle");
+    let message = err.to_string();
+    assert!(
+        message.contains(
+            "the subinstallations have a cycle: first -{depends_on}-> second -{depends_on}-> first"
+        ),
+        "{message}"
+    );
+}

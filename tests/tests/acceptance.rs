@@ -359,7 +359,10 @@ fn scenario_05_exports_export_data_mappings_target_exports() {
         }
         let text = String::from_utf8(content).expect("UTF-8");
         let adapted = text.replace("token: (( token ))", "token: (( exports.token ))");
-        assert_ne!(adapted, text, "scenario 05 changed: `token: (( token ))` not found");
+        assert_ne!(
+            adapted, text,
+            "scenario 05 changed: `token: (( token ))` not found"
+        );
         adapted.into_bytes()
     });
     s.settle(

@@ -30,11 +30,12 @@ pub use model::{
     LANDSCAPER_API_VERSION, SubinstallationTemplate, TemplateExecutor, TemplateType,
 };
 pub use render::{
-    Bindings, DeployExecutionsOutput, DeployItemSpecification, ExportBindings,
+    Bindings, DEPENDS_ON, DeployExecutionsOutput, DeployItemSpecification, ExportBindings,
     ExportExecutionsOutput, ImportExecutionsOutput, RenderError, SubinstallationsOutput,
     TEMPLATE_NAME, TargetReference, TargetResolutionError, decode_deploy_item, get_ci, merge_maps,
     render_deploy_executions, render_export_executions, render_import_executions,
-    render_subinstallations, resolve_deploy_items, validate_installation_templates,
+    render_subinstallations, resolve_deploy_items, subinstallation_cycle,
+    validate_installation_templates,
 };
 pub use yaml::{
     Locator, PathSegment, YamlError, display_path, go_to_json, parse_yaml, source_snippet,

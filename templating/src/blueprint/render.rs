@@ -897,10 +897,105 @@ pub fn render_subinstallations(
     if !errs.is_empty() {
         return Err(RenderError::new(kind, None, errs.join("; ")));
     }
+    if let Some(cycle) = subinstallation_cycle(&templates) {
+        return Err(RenderError::new(
+            kind,
+            None,
+            format!(
+                "the subinstallations have a cycle: {}",
+                cycle.join(DEPENDS_ON)
+            ),
+        ));
+    }
     Ok(SubinstallationsOutput {
         subinstallations: templates,
         state: pass.state,
     })
+}
+
+/// How Landscaper joins the names of a dependency cycle.
+pub const DEPENDS_ON: &str = " -{depends_on}-> ";
+
+/// A cycle among subinstallation templates, where a template depends on the siblings that
+/// export what it imports (Landscaper's `CheckForCyclesAndDuplicateExports`): the names along
+/// the cycle, the first repeated at the end. Landscaper silently creates no subinstallations in
+/// that case; the appliance reports it.
+pub fn subinstallation_cycle(templates: &[InstallationTemplate]) -> Option<Vec<String>> {
+    let exporters = |reference: &str, target: bool| -> Vec<usize> {
+        templates
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| {
+                if target {
+                    t.exports
+                        .targets
+                        .iter()
+                        .flatten()
+                        .any(|e| e.target == reference)
+                } else {
+                    t.exports
+                        .data
+                        .iter()
+                        .flatten()
+                        .any(|e| e.data_ref == reference)
+                }
+            })
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let predecessors: Vec<BTreeSet<usize>> = templates
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut p = BTreeSet::new();
+            for imp in t.imports.data.iter().flatten() {
+                if let Some(r) = imp.data_ref.as_deref().filter(|r| !r.is_empty()) {
+                    p.extend(exporters(r, false));
+                }
+            }
+            for imp in t.imports.targets.iter().flatten() {
+                let mut refs: Vec<&str> = Vec::new();
+                if let Some(r) = imp.target.as_deref().filter(|r| !r.is_empty()) {
+                    refs.push(r);
+                }
+                refs.extend(imp.targets.iter().flatten().map(String::as_str));
+                refs.extend(imp.target_map.iter().flatten().map(|(_, v)| v.as_str()));
+                for r in refs {
+                    p.extend(exporters(r, true));
+                }
+            }
+            p.remove(&i);
+            p
+        })
+        .collect();
+    fn visit(
+        node: usize,
+        predecessors: &[BTreeSet<usize>],
+        path: &mut Vec<usize>,
+        done: &mut [bool],
+    ) -> Option<Vec<usize>> {
+        if let Some(start) = path.iter().position(|n| *n == node) {
+            let mut cycle = path[start..].to_vec();
+            cycle.push(node);
+            return Some(cycle);
+        }
+        if done[node] {
+            return None;
+        }
+        path.push(node);
+        for &next in &predecessors[node] {
+            if let Some(c) = visit(next, predecessors, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done[node] = true;
+        None
+    }
+    let mut done = vec![false; templates.len()];
+    (0..templates.len())
+        .find_map(|start| visit(start, &predecessors, &mut Vec::new(), &mut done))
+        .map(|c| c.into_iter().map(|i| templates[i].name.clone()).collect())
 }
 
 /// Landscaper's `isOptionalParentImport`.

@@ -203,6 +203,66 @@ pub fn is_successor(inst: &Installation, successor: &Installation) -> bool {
             .any(|e| targets.contains(&e.target))
 }
 
+/// The exports of `inst` that a sibling exports too, as Landscaper's `fetchPredecessors` words
+/// it (`None` when there are none). Siblings being deleted are left out: they give up their
+/// exports.
+pub fn duplicate_exports(inst: &Installation, siblings: &[Installation]) -> Option<String> {
+    let others = |same: &dyn Fn(&Installation) -> bool| -> Vec<String> {
+        let mut names: Vec<String> = siblings
+            .iter()
+            .filter(|s| name(s) != name(inst) && s.metadata.deletion_timestamp.is_none())
+            .filter(|s| same(s))
+            .map(|s| name(s).to_string())
+            .collect();
+        if !names.is_empty() {
+            names.push(name(inst).to_string());
+            names.sort();
+        }
+        names
+    };
+    let mut data = Vec::new();
+    for e in inst.spec.data_exports() {
+        let by = others(&|s| {
+            s.spec
+                .data_exports()
+                .iter()
+                .any(|o| o.data_ref == e.data_ref)
+        });
+        if !by.is_empty() {
+            data.push(format!(
+                "\n    '{}' is exported by [{}]",
+                e.data_ref,
+                by.join(", ")
+            ));
+        }
+    }
+    let mut targets = Vec::new();
+    for e in inst.spec.target_exports() {
+        let by = others(&|s| s.spec.target_exports().iter().any(|o| o.target == e.target));
+        if !by.is_empty() {
+            targets.push(format!(
+                "\n    '{}' is exported by [{}]",
+                e.target,
+                by.join(", ")
+            ));
+        }
+    }
+    if data.is_empty() && targets.is_empty() {
+        return None;
+    }
+    let mut msg =
+        String::from("the following exports are exported by multiple nested installations:");
+    if !data.is_empty() {
+        msg.push_str("\n  data exports:");
+        msg.push_str(&data.concat());
+    }
+    if !targets.is_empty() {
+        msg.push_str("\n  target exports:");
+        msg.push_str(&targets.concat());
+    }
+    Some(msg)
+}
+
 /// A cycle of predecessors reachable from `inst` among its siblings (by name, the first name
 /// repeated at the end), as Landscaper's `FetchPredecessors` rejects it.
 pub fn predecessor_cycle(inst: &Installation, siblings: &[Installation]) -> Option<Vec<String>> {
@@ -895,4 +955,371 @@ pub fn export_objects(
         }));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use landscaper_store::{StoreOptions, Transaction};
+
+    use super::*;
+
+    fn open_store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let options = StoreOptions {
+            durable: false,
+            ..StoreOptions::default()
+        };
+        let store = Store::open(&dir.path().join("store.redb"), options).unwrap();
+        (dir, store)
+    }
+
+    fn put(store: &Store, objects: Vec<Value>) {
+        let tx = objects
+            .into_iter()
+            .fold(Transaction::new(), Transaction::create);
+        store.commit_blocking(tx).unwrap();
+    }
+
+    fn installation(name: &str, parent: Option<&str>, spec: Value) -> Installation {
+        let mut labels = Map::new();
+        if let Some(p) = parent {
+            labels.insert(ENCOMPASSED_BY_LABEL.into(), json!(p));
+        }
+        from_value(&json!({
+            "apiVersion": "landscaper.gardener.cloud/v1alpha1",
+            "kind": "Installation",
+            "metadata": {"name": name, "namespace": "ns", "labels": labels},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    fn data_object(name: &str, labels: Value, data: Value) -> Value {
+        json!({
+            "apiVersion": "landscaper.gardener.cloud/v1alpha1",
+            "kind": "DataObject",
+            "metadata": {"name": name, "namespace": "ns", "labels": labels},
+            "data": data,
+        })
+    }
+
+    fn target(name: &str, labels: Value, kubeconfig: &str) -> Value {
+        json!({
+            "apiVersion": "landscaper.gardener.cloud/v1alpha1",
+            "kind": "Target",
+            "metadata": {"name": name, "namespace": "ns", "labels": labels},
+            "spec": {"type": KUBERNETES_CLUSTER_TARGET_TYPE, "config": {"kubeconfig": kubeconfig}},
+        })
+    }
+
+    fn kubeconfig_of(t: &Value) -> &str {
+        t.pointer("/spec/config/kubeconfig")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    fn fatal_message(r: Result<Map<String, Value>, PhaseError>) -> String {
+        match r {
+            Err(PhaseError::Fatal(e)) => e.message,
+            other => panic!("expected a fatal error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn data_imports_read_data_objects_config_maps_and_secrets() {
+        let (_dir, store) = open_store();
+        use base64::Engine as _;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        put(
+            &store,
+            vec![
+                data_object("plain", json!({}), json!({"a": 1})),
+                // A root-context name that is no valid object name is stored under its hash.
+                data_object(
+                    &generate_data_object_name("", "Not_Valid"),
+                    json!({}),
+                    json!("hashed"),
+                ),
+                data_object("global", json!({}), json!([1, 2])),
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "cm", "namespace": "ns"},
+                       "data": {"size": "42", "conf": "a: b\nc: [1, 2]"}}),
+                json!({"apiVersion": "v1", "kind": "Secret",
+                       "metadata": {"name": "sec", "namespace": "ns"},
+                       "data": {"password": b64("s3cret"), "port": b64("8080")}}),
+            ],
+        );
+        let inst = installation(
+            "root",
+            None,
+            json!({"imports": {"data": [
+                {"name": "plain", "dataRef": "plain"},
+                {"name": "hashed", "dataRef": "Not_Valid"},
+                {"name": "global", "dataRef": "#global"},
+                {"name": "cmKey", "configMapRef": {"name": "cm", "key": "conf"}},
+                {"name": "cmAll", "configMapRef": {"name": "cm"}},
+                {"name": "secretKey", "secretRef": {"name": "sec", "key": "port"}},
+                {"name": "secretAll", "secretRef": {"name": "sec"}},
+            ]}}),
+        );
+        let values = read_import_values(&store, &inst).unwrap();
+        assert_eq!(values["plain"], json!({"a": 1}));
+        assert_eq!(values["hashed"], json!("hashed"));
+        assert_eq!(values["global"], json!([1, 2]));
+        // Values are parsed as YAML: objects and numbers, not strings.
+        assert_eq!(values["cmKey"], json!({"a": "b", "c": [1, 2]}));
+        assert_eq!(
+            values["cmAll"],
+            json!({"size": 42, "conf": {"a": "b", "c": [1, 2]}})
+        );
+        assert_eq!(values["secretKey"], json!(8080));
+        assert_eq!(
+            values["secretAll"],
+            json!({"password": "s3cret", "port": 8080})
+        );
+    }
+
+    #[test]
+    fn missing_data_imports_name_the_import_and_the_object() {
+        let (_dir, store) = open_store();
+        let inst = installation(
+            "root",
+            None,
+            json!({"imports": {"data": [{"name": "db", "dataRef": "Db_Config"}]}}),
+        );
+        let message = fatal_message(read_import_values(&store, &inst));
+        assert!(message.contains("import \"db\""), "{message}");
+        assert!(message.contains("Db_Config"), "{message}");
+        assert!(
+            message.contains(&generate_data_object_name("", "Db_Config")),
+            "{message}"
+        );
+
+        put(
+            &store,
+            vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "cm", "namespace": "ns"}, "data": {"a": "1"}})],
+        );
+        let inst = installation(
+            "root",
+            None,
+            json!({"imports": {"data": [{"name": "x", "configMapRef": {"name": "cm", "key": "b"}}]}}),
+        );
+        let message = fatal_message(read_import_values(&store, &inst));
+        assert!(message.contains("has no key \"b\""), "{message}");
+    }
+
+    #[test]
+    fn subinstallations_may_not_import_config_maps_or_secrets() {
+        let (_dir, store) = open_store();
+        for (field, kind) in [("configMapRef", "configmap"), ("secretRef", "secret")] {
+            let inst = installation(
+                "child",
+                Some("parent"),
+                json!({"imports": {"data": [{"name": "x", field: {"name": "any"}}]}}),
+            );
+            let message = fatal_message(read_import_values(&store, &inst));
+            assert!(
+                message.contains(&format!(
+                    "{kind} imports are not allowed in subinstallations"
+                )),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn target_imports_of_every_kind() {
+        let (_dir, store) = open_store();
+        let scope = "Inst.parent";
+        let scoped = |reference: &str| generate_data_object_name(scope, reference);
+        let in_scope = |key: &str, extra: Value| {
+            let mut l = json!({DATA_OBJECT_CONTEXT_LABEL: scope, DATA_OBJECT_KEY_LABEL: key});
+            for (k, v) in extra.as_object().unwrap() {
+                l[k] = v.clone();
+            }
+            l
+        };
+        put(
+            &store,
+            vec![
+                target(&scoped("one"), in_scope("one", json!({})), "kc one"),
+                target(&scoped("two"), in_scope("two", json!({})), "kc two"),
+                // The parent's targetList import `clusters`, republished in its scope with indexes
+                // (out of order on purpose) and its targetMap import `regions` with keys.
+                target(
+                    &scoped("clusters[1]"),
+                    in_scope("clusters", json!({DATA_OBJECT_INDEX_LABEL: "1"})),
+                    "kc list 1",
+                ),
+                target(
+                    &scoped("clusters[0]"),
+                    in_scope("clusters", json!({DATA_OBJECT_INDEX_LABEL: "0"})),
+                    "kc list 0",
+                ),
+                target(
+                    &scoped("regions[eu]"),
+                    in_scope("regions", json!({DATA_OBJECT_TARGET_MAP_KEY_LABEL: "eu"})),
+                    "kc eu",
+                ),
+                // Same key in another scope: never seen.
+                target(
+                    &generate_data_object_name("Inst.other", "clusters[0]"),
+                    json!({DATA_OBJECT_CONTEXT_LABEL: "Inst.other", DATA_OBJECT_KEY_LABEL: "clusters",
+                           DATA_OBJECT_INDEX_LABEL: "0"}),
+                    "other scope",
+                ),
+                target("global-target", json!({}), "kc global"),
+            ],
+        );
+        let inst = installation(
+            "child",
+            Some("parent"),
+            json!({"imports": {"targets": [
+                {"name": "single", "target": "one"},
+                {"name": "global", "target": "#global-target"},
+                {"name": "list", "targets": ["two", "one"]},
+                {"name": "map", "targetMap": {"a": "one", "b": "two"}},
+                {"name": "listRef", "targetListRef": "clusters"},
+                {"name": "mapRef", "targetMapRef": "regions"},
+            ]}}),
+        );
+        let values = read_import_values(&store, &inst).unwrap();
+        assert_eq!(kubeconfig_of(&values["single"]), "kc one");
+        assert_eq!(values["single"]["kind"], "Target");
+        assert_eq!(kubeconfig_of(&values["global"]), "kc global");
+        let list: Vec<&str> = values["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(kubeconfig_of)
+            .collect();
+        assert_eq!(list, ["kc two", "kc one"]);
+        assert_eq!(kubeconfig_of(&values["map"]["a"]), "kc one");
+        assert_eq!(kubeconfig_of(&values["map"]["b"]), "kc two");
+        let list_ref: Vec<&str> = values["listRef"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(kubeconfig_of)
+            .collect();
+        assert_eq!(list_ref, ["kc list 0", "kc list 1"]);
+        assert_eq!(
+            values["mapRef"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            ["eu"]
+        );
+        assert_eq!(kubeconfig_of(&values["mapRef"]["eu"]), "kc eu");
+
+        let missing = installation(
+            "child",
+            Some("parent"),
+            json!({"imports": {"targets": [{"name": "list", "targets": ["one", "three"]}]}}),
+        );
+        let message = fatal_message(read_import_values(&store, &missing));
+        assert!(
+            message.contains("import \"list\": Target \"three\""),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn import_objects_republish_imports_with_landscaper_names_and_labels() {
+        let inst_value = json!({
+            "apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Installation",
+            "metadata": {"name": "root", "namespace": "ns", "uid": "u-1"},
+            "spec": {},
+        });
+        let inst: Installation = from_value(&inst_value).unwrap();
+        let blueprint = Blueprint::from_yamlfs(&json!({"blueprint.yaml": "
+apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+imports:
+- name: config
+  schema: {type: object}
+- name: clusters
+  type: targetList
+  targetType: landscaper.gardener.cloud/kubernetes-cluster
+"}))
+        .unwrap();
+        let t = |kc: &str| target("x", json!({}), kc);
+        let bindings = Bindings::with_imports(
+            json!({"config": {"a": 1}, "clusters": [t("kc 0"), t("kc 1")]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let objects = import_objects(&inst, &inst_value, &blueprint, &bindings, "job-1");
+        let named = |n: &str| {
+            objects
+                .iter()
+                .find(|o| object::name(o) == n)
+                .unwrap_or_else(|| panic!("no object {n} in {objects:#?}"))
+        };
+        let config = named(&generate_data_object_name("Inst.root", "config"));
+        assert_eq!(config["data"], json!({"a": 1}));
+        let labels = object::labels(config);
+        assert_eq!(labels[DATA_OBJECT_CONTEXT_LABEL], "Inst.root");
+        assert_eq!(labels[DATA_OBJECT_KEY_LABEL], "config");
+        assert_eq!(labels[DATA_OBJECT_SOURCE_LABEL], "Inst.root");
+        assert_eq!(labels[DATA_OBJECT_SOURCE_TYPE_LABEL], "import");
+        assert_eq!(labels[DATA_OBJECT_JOB_ID_LABEL], "job-1");
+        let second = named(&generate_data_object_name("Inst.root", "clusters[1]"));
+        assert_eq!(kubeconfig_of(second), "kc 1");
+        assert_eq!(object::labels(second)[DATA_OBJECT_INDEX_LABEL], "1");
+        assert_eq!(object::owner_uids(second), ["u-1"]);
+    }
+
+    #[test]
+    fn duplicate_exports_among_siblings_are_named() {
+        let exporter = |name: &str, data: &str, target: &str| {
+            installation(
+                name,
+                None,
+                json!({"exports": {"data": [{"name": "d", "dataRef": data}],
+                                    "targets": [{"name": "t", "target": target}]}}),
+            )
+        };
+        let a = exporter("a", "shared", "cluster-a");
+        let b = exporter("b", "shared", "cluster-b");
+        let c = exporter("c", "other", "cluster-a");
+        let message = duplicate_exports(&a, &[b.clone(), c.clone()]).unwrap();
+        assert_eq!(
+            message,
+            "the following exports are exported by multiple nested installations:\n  \
+             data exports:\n    'shared' is exported by [a, b]\n  \
+             target exports:\n    'cluster-a' is exported by [a, c]"
+        );
+        assert_eq!(duplicate_exports(&b, std::slice::from_ref(&c)), None);
+        // A sibling being deleted gives up its exports.
+        let mut leaving = b.clone();
+        leaving.metadata.deletion_timestamp = Some("2030-01-01T00:00:00Z".into());
+        assert_eq!(
+            duplicate_exports(&exporter("a", "shared", "x"), &[leaving]),
+            None
+        );
+    }
+
+    #[test]
+    fn predecessor_cycles_are_found() {
+        let node = |name: &str, imports: &str, exports: &str| {
+            installation(
+                name,
+                Some("p"),
+                json!({"imports": {"data": [{"name": "i", "dataRef": imports}]},
+                       "exports": {"data": [{"name": "e", "dataRef": exports}]}}),
+            )
+        };
+        let a = node("a", "from-c", "from-a");
+        let b = node("b", "from-a", "from-b");
+        let c = node("c", "from-b", "from-c");
+        let cycle = predecessor_cycle(&a, &[b.clone(), c.clone()]).unwrap();
+        assert_eq!(cycle.first(), cycle.last());
+        assert_eq!(cycle.len(), 4, "{cycle:?}");
+        let free = node("c", "from-b", "unrelated");
+        assert_eq!(predecessor_cycle(&a, &[b, free]), None);
+    }
 }

@@ -5,6 +5,8 @@
 pub mod auto;
 pub mod dataflow;
 pub mod machine;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -552,7 +554,8 @@ impl InstallationReconciler {
         }
         // (b) blueprint.
         let blueprint = dataflow::load_blueprint(inst, self.context.manifests_dir.as_deref())?;
-        // (c) predecessors.
+        // (c) predecessors; no sibling exports the same object.
+        self.check_duplicate_exports(inst)?;
         let predecessors = self.check_predecessors(inst)?;
         // (d), (e) imports.
         let values = dataflow::read_import_values(store, inst)?;
@@ -658,6 +661,30 @@ impl InstallationReconciler {
         Ok((Phase::CleanupOrphaned, tx, s))
     }
 
+    /// Two siblings exporting the same DataObject or Target would overwrite each other's
+    /// values: a fatal error for both, before any work is done.
+    fn check_duplicate_exports(&self, inst: &Installation) -> Result<(), PhaseError> {
+        let (data, targets) = (inst.spec.data_exports(), inst.spec.target_exports());
+        let no_sibling_exports = inst
+            .spec
+            .optimization
+            .as_ref()
+            .and_then(|o| o.has_no_sibling_exports)
+            == Some(true);
+        if no_sibling_exports || (data.is_empty() && targets.is_empty()) {
+            return Ok(());
+        }
+        let siblings = dataflow::siblings(&self.context.store, inst)?;
+        match dataflow::duplicate_exports(inst, &siblings) {
+            Some(message) => Err(PhaseError::Fatal(LsError::new(
+                "init",
+                "FetchPredecessors",
+                message,
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Landscaper's predecessor checks: every sibling whose exports this installation imports
     /// must have finished (else wait) and succeeded (else fail). Returns their job IDs.
     fn check_predecessors(
@@ -686,7 +713,10 @@ impl InstallationReconciler {
             return Err(PhaseError::Fatal(LsError::new(
                 OP,
                 "FetchPredecessors",
-                format!("the subinstallations have a cycle: {}", cycle.join(" -> ")),
+                format!(
+                    "the subinstallations have a cycle: {}",
+                    cycle.join(landscaper_templating::blueprint::DEPENDS_ON)
+                ),
             )));
         }
         for sibling in siblings {

@@ -160,11 +160,15 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
             }
             readiness.set_ready();
             tracing::info!(%address, "ready");
+            crate::systemd::ready(&crate::systemd::current_status(&store).await);
+            let supervisor = tokio::spawn(crate::systemd::supervise(store.clone(), cancel.clone()));
             shutdown.await;
+            supervisor.abort();
         }
         _ = &mut shutdown => {}
     }
 
+    crate::systemd::stopping();
     cancel.cancel();
     if let Err(e) = ingest.await {
         tracing::error!(error = %e, "ingest task failed");

@@ -11,4 +11,5 @@ pub mod history;
 pub mod ingest;
 pub mod logging;
 pub mod render;
+pub mod systemd;
 pub mod validate;

@@ -44,6 +44,7 @@ fn ready_status_watchdog_and_stopping_reach_the_service_manager() {
     let manifests = dir.path().join("manifests");
     std::fs::create_dir_all(&manifests).unwrap();
     let port = free_port();
+    let log_path = dir.path().join("daemon.log");
     let mut child = Command::new(binary())
         .args(["serve", "--manifests"])
         .arg(&manifests)
@@ -55,8 +56,11 @@ fn ready_status_watchdog_and_stopping_reach_the_service_manager() {
         .env("WATCHDOG_USEC", "400000")
         .env_remove("WATCHDOG_PID")
         .env_remove("LANDSCAPER_APPLIANCE_CONFIG")
+        // Under the journal: `<N>` priority prefixes, no timestamps, no colours.
+        .env("JOURNAL_STREAM", "8:12345")
+        .env("RUST_LOG", "info")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
         .spawn()
         .unwrap();
 
@@ -89,4 +93,24 @@ fn ready_status_watchdog_and_stopping_reach_the_service_manager() {
     );
     let status = child.wait().unwrap();
     assert!(status.success(), "exit status {status}");
+
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(!log.is_empty());
+    for line in log.lines() {
+        assert!(
+            ["<3>", "<4>", "<6>", "<7>"]
+                .iter()
+                .any(|p| line.starts_with(p)),
+            "line without a syslog priority prefix: {line:?}"
+        );
+        assert!(
+            !line.contains('\u{1b}'),
+            "colour codes in the journal: {line:?}"
+        );
+    }
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("<6>") && l.contains("ready")),
+        "{log}"
+    );
 }

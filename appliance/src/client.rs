@@ -85,6 +85,19 @@ impl Client {
         self.decode(code, &body)
     }
 
+    /// POSTs a JSON body (a create) and decodes the answer; non-2xx answers become
+    /// [`ClientError::Api`].
+    pub fn post_json(&self, path_and_query: &str, object: &Value) -> Result<Value, ClientError> {
+        let body = serde_json::to_vec(object).unwrap_or_default();
+        let (code, body) = self.request(
+            "POST",
+            path_and_query,
+            "application/json",
+            Some(("application/json", &body)),
+        )?;
+        self.decode(code, &body)
+    }
+
     /// DELETEs a path and decodes the answer (the object, with a `deletionTimestamp` while
     /// finalizers keep it); non-2xx answers become [`ClientError::Api`].
     pub fn delete(&self, path_and_query: &str) -> Result<Value, ClientError> {

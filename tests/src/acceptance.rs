@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::Daemon;
@@ -448,6 +448,8 @@ pub struct Scenario {
     pub variant: String,
     pub daemon: Daemon,
     pub recorder: Recorder,
+    /// The target cluster of the `manifest` and `helm` variants.
+    pub cluster: Option<crate::cluster::Cluster>,
     _tmp: tempfile::TempDir,
     started: Instant,
     step: usize,
@@ -487,6 +489,13 @@ impl Scenario {
             );
             return None;
         };
+        // Non-mock variants deploy to a cluster: the workspace's Kubernetes test API server,
+        // with the namespace `acc-NN` the scenarios expect to exist.
+        let cluster = (variant != "mock" && variant != "any").then(|| {
+            let cluster = crate::cluster::Cluster::start("100ms");
+            cluster.create_namespace(&format!("acc-{id}"));
+            cluster
+        });
         let tmp = tempfile::tempdir().expect("temp dir");
         let daemon = Daemon::start_with_config(tmp.path(), DAEMON_CONFIG);
         let host_port = daemon.server.trim_start_matches("http://").to_string();
@@ -502,6 +511,7 @@ impl Scenario {
             variant: variant.to_string(),
             daemon,
             recorder,
+            cluster,
             _tmp: tmp,
             started: Instant::now(),
             step: 0,
@@ -565,8 +575,19 @@ impl Scenario {
             .flatten()
         {
             if entry.file_type().is_ok_and(|t| t.is_file()) {
-                let name = entry.file_name().to_string_lossy().to_string();
-                let content = rewrite(&name, std::fs::read(entry.path()).unwrap());
+                let mut name = entry.file_name().to_string_lossy().to_string();
+                let mut content = std::fs::read(entry.path()).unwrap();
+                // `x.yaml.tpl` holds `${kubeconfig}`: rendered with the cluster's into `x.yaml`.
+                if let Some(base) = name.strip_suffix(".tpl") {
+                    let cluster = self.cluster.as_ref().unwrap_or_else(|| {
+                        panic!("{name}: a template needs the cluster of a non-mock variant")
+                    });
+                    content = cluster
+                        .render_template(&String::from_utf8_lossy(&content))
+                        .into_bytes();
+                    name = base.to_string();
+                }
+                let content = rewrite(&name, content);
                 want.insert(name, content);
             }
         }
@@ -1322,10 +1343,13 @@ impl Scenario {
                 None => self.check(&row, Err("not found".into())),
             }
         }
-        let want = oracle["rootContextDataObjects"]
+        let want: Map<String, Value> = oracle["rootContextDataObjects"]
             .as_object()
             .cloned()
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, oracle_value(&v)))
+            .collect();
         let actual = self.root_context_data_objects();
         let want: BTreeMap<String, Value> = want.into_iter().collect();
         self.ok(
@@ -1371,7 +1395,11 @@ impl Scenario {
             );
             return;
         }
-        self.eq(&row("phase"), &json!(phase_of(actual)), &json!(phase));
+        // Non-mock oracles only render: phases and values read back from the cluster are
+        // EXPECTED.md rows, the rendered deploy items are compared here.
+        if !phase.starts_with("Rendered") {
+            self.eq(&row("phase"), &json!(phase_of(actual)), &json!(phase));
+        }
 
         // Blueprint imports that are plain references (dataRef, target, targets) and not
         // overridden by importDataMappings: the referenced object holds the oracle's value.
@@ -1475,13 +1503,20 @@ impl Scenario {
             };
             let irow = |what: &str| format!("oracle: DeployItem {label}/{item}: {what}");
             self.eq(&irow("spec.type"), &di["spec"]["type"], &oi["type"]);
-            self.eq(&irow("phase"), &json!(phase_of(di)), &oi["phase"]);
+            let rendered_only = oi["phase"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("Rendered"));
+            if !rendered_only {
+                self.eq(&irow("phase"), &json!(phase_of(di)), &oi["phase"]);
+            }
             self.eq(&irow("spec.config"), &di["spec"]["config"], &oi["config"]);
-            self.eq(
-                &irow("status.providerStatus"),
-                di.pointer("/status/providerStatus").unwrap_or(&Value::Null),
-                oi.get("providerStatus").unwrap_or(&Value::Null),
-            );
+            if !rendered_only {
+                self.eq(
+                    &irow("status.providerStatus"),
+                    di.pointer("/status/providerStatus").unwrap_or(&Value::Null),
+                    oi.get("providerStatus").unwrap_or(&Value::Null),
+                );
+            }
             if let Some(timeout) = oi.get("timeout") {
                 self.eq(&irow("spec.timeout"), &di["spec"]["timeout"], timeout);
             }
@@ -1506,7 +1541,7 @@ impl Scenario {
                     annotation(di, DEPENDS_ON_ANNOTATION)
                 )
             });
-            if let Some(export) = oi.get("export") {
+            if let Some(export) = oi.get("export").filter(|_| !rendered_only) {
                 let actual_export = self.deploy_item_export(actual, item);
                 self.eq(
                     &irow("export"),
@@ -1554,6 +1589,7 @@ impl Scenario {
             .cloned()
             .unwrap_or_default()
         {
+            let value = oracle_value(&value);
             let found = self.context_object(Res::DataObject, context, &key);
             self.with(
                 &row(&format!(
@@ -1830,4 +1866,16 @@ pub fn patch(daemon: &Daemon, path: &str, body: &Value) -> std::io::Result<(u16,
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
     Ok((code, response))
+}
+
+/// Non-mock oracles mark values the deployer reads back from the cluster as
+/// `(from mock variant) <JSON>`: the value the real deployer must produce.
+fn oracle_value(v: &Value) -> Value {
+    match v
+        .as_str()
+        .and_then(|s| s.strip_prefix("(from mock variant) "))
+    {
+        Some(rest) => serde_json::from_str(rest).unwrap_or_else(|_| Value::String(rest.into())),
+        None => v.clone(),
+    }
 }

@@ -10,6 +10,7 @@ use landscaper_appliance::client::Client;
 use serde_json::Value;
 
 pub mod acceptance;
+pub mod cluster;
 
 /// The `landscaper-appliance` binary built for this test run (`cargo build --workspace --bins`).
 pub fn binary() -> PathBuf {

@@ -11,8 +11,11 @@ use std::pin::Pin;
 use landscaper_store::model::{DeployItem, Phase, Target};
 use serde_json::Value;
 
+pub mod kubernetes;
+pub mod manifest;
 pub mod mock;
 
+pub use manifest::ManifestDeployer;
 pub use mock::MockDeployer;
 
 /// What a deployer is asked to act on.

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use landscaper_deployers::{Deployer, MockDeployer};
+use landscaper_deployers::{Deployer, ManifestDeployer, MockDeployer};
 use landscaper_store::{Clock, Kind, Store, SystemClock};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -80,6 +80,8 @@ impl ControllerContext {
         let mut deployers: HashMap<String, Arc<dyn Deployer>> = HashMap::new();
         let mock: Arc<dyn Deployer> = Arc::new(MockDeployer);
         deployers.insert(mock.deployer_type().to_string(), mock);
+        let manifest: Arc<dyn Deployer> = Arc::new(ManifestDeployer::new());
+        deployers.insert(manifest.deployer_type().to_string(), manifest);
         ControllerContext {
             store,
             clock: Arc::new(SystemClock),

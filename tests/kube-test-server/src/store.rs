@@ -516,6 +516,9 @@ impl Store {
         kind: EventType,
         old: Option<Value>,
     ) -> Value {
+        if key.group.is_empty() && key.plural == "secrets" {
+            merge_string_data(&mut obj);
+        }
         inner.rv += 1;
         let rv = inner.rv;
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
@@ -1376,6 +1379,34 @@ impl Inner {
     }
 }
 
+/// A Secret's `stringData` is write-only: the API server stores it base64-encoded in `data`
+/// (overriding keys of the same name) and never returns it.
+fn merge_string_data(secret: &mut Value) {
+    use base64::Engine as _;
+    let Some(m) = secret.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(string_data)) = m.remove("stringData") else {
+        return;
+    };
+    let data = m.entry("data").or_insert_with(|| json!({}));
+    if !data.is_object() {
+        *data = json!({});
+    }
+    if let Some(data) = data.as_object_mut() {
+        for (k, v) in string_data {
+            let text = match v {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            data.insert(
+                k,
+                json!(base64::engine::general_purpose::STANDARD.encode(text)),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1389,6 +1420,30 @@ mod tests {
 
     fn cm_type(store: &Store) -> ResourceType {
         store.resolve("", "v1", "configmaps").expect("configmaps")
+    }
+
+    #[test]
+    fn secret_string_data_is_stored_base64_in_data() {
+        let store = Store::new(100);
+        let rt = store.resolve("", "v1", "secrets").expect("secrets");
+        let created = store
+            .create(
+                &rt,
+                "default",
+                json!({"metadata": {"name": "s"}, "data": {"a": "eA==", "b": "eA=="},
+                       "stringData": {"b": "hello"}}),
+                &ctx(),
+            )
+            .unwrap();
+        assert_eq!(created["data"], json!({"a": "eA==", "b": "aGVsbG8="}));
+        assert!(created.get("stringData").is_none());
+        let mut changed = created.clone();
+        changed["stringData"] = json!({"c": "x"});
+        let updated = store
+            .update(&rt, "default", "s", changed, false, &ctx())
+            .unwrap();
+        assert_eq!(updated["data"]["c"], "eA==");
+        assert!(updated.get("stringData").is_none());
     }
 
     #[test]

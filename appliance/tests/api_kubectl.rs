@@ -409,11 +409,14 @@ async fn kubectl_reads_the_api() {
         }
     }
     let seen = seen.unwrap_or_else(|text| panic!("the change never showed: {text}"));
-    let printed: Value = serde_json::Deserializer::from_str(&seen)
-        .into_iter::<Value>()
-        .last()
-        .and_then(Result::ok)
-        .unwrap_or_else(|| panic!("kubectl printed no JSON object: {seen}"));
+    // The text read may begin inside an earlier object; the last one starts at an unindented
+    // `{` line (kubectl pretty-prints).
+    let last_object = seen
+        .rfind("\n{")
+        .map(|i| &seen[i + 1..])
+        .unwrap_or(seen.as_str());
+    let printed: Value = serde_json::from_str(last_object.trim())
+        .unwrap_or_else(|e| panic!("kubectl printed no JSON object ({e}): {seen}"));
     assert_eq!(printed["metadata"]["name"], "frontend");
     assert!(
         printed["status"]["phase"]

@@ -32,8 +32,8 @@ pub use model::{
 pub use render::{
     Bindings, DEPENDS_ON, DeployExecutionsOutput, DeployItemSpecification, ExportBindings,
     ExportExecutionsOutput, ImportExecutionsOutput, RenderError, SubinstallationsOutput,
-    TEMPLATE_NAME, TargetReference, TargetResolutionError, decode_deploy_item, get_ci, merge_maps,
-    render_deploy_executions, render_export_executions, render_import_executions,
+    TEMPLATE_NAME, TargetReference, TargetResolutionError, decode_deploy_item, find_cycle, get_ci,
+    merge_maps, render_deploy_executions, render_export_executions, render_import_executions,
     render_subinstallations, resolve_deploy_items, subinstallation_cycle,
     validate_installation_templates,
 };

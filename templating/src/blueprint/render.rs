@@ -968,6 +968,16 @@ pub fn subinstallation_cycle(templates: &[InstallationTemplate]) -> Option<Vec<S
             p
         })
         .collect();
+    find_cycle(&predecessors, 0..templates.len())
+        .map(|c| c.into_iter().map(|i| templates[i].name.clone()).collect())
+}
+
+/// A cycle in a graph given as each node's predecessors: the nodes along it, the first repeated
+/// at the end, searched from `starts`. Shared by the template check and the runtime check among sibling installations.
+pub fn find_cycle(
+    predecessors: &[BTreeSet<usize>],
+    starts: impl IntoIterator<Item = usize>,
+) -> Option<Vec<usize>> {
     fn visit(
         node: usize,
         predecessors: &[BTreeSet<usize>],
@@ -992,10 +1002,10 @@ pub fn subinstallation_cycle(templates: &[InstallationTemplate]) -> Option<Vec<S
         done[node] = true;
         None
     }
-    let mut done = vec![false; templates.len()];
-    (0..templates.len())
-        .find_map(|start| visit(start, &predecessors, &mut Vec::new(), &mut done))
-        .map(|c| c.into_iter().map(|i| templates[i].name.clone()).collect())
+    let mut done = vec![false; predecessors.len()];
+    starts
+        .into_iter()
+        .find_map(|start| visit(start, predecessors, &mut Vec::new(), &mut done))
 }
 
 /// Landscaper's `isOptionalParentImport`.

@@ -10,8 +10,9 @@ use landscaper_store::model::{ConfigMap, Installation, Secret, from_value};
 use landscaper_store::{Kind, LabelSelector, ObjectKey, Store, object};
 use landscaper_templating::blueprint::{
     Bindings, Blueprint, ExportBindings, ImportType, InstallationTemplate, construct_imports,
-    evaluate_import_data_mappings, parse_yaml, render_deploy_executions, render_export_executions,
-    render_import_executions, render_subinstallations, resolve_deploy_items,
+    evaluate_import_data_mappings, find_cycle, parse_yaml, render_deploy_executions,
+    render_export_executions, render_import_executions, render_subinstallations,
+    resolve_deploy_items,
 };
 use landscaper_templating::spiff::{self, SpiffOptions};
 use serde_json::{Map, Value, json};
@@ -267,41 +268,18 @@ pub fn duplicate_exports(inst: &Installation, siblings: &[Installation]) -> Opti
 /// repeated at the end), as Landscaper's `FetchPredecessors` rejects it.
 pub fn predecessor_cycle(inst: &Installation, siblings: &[Installation]) -> Option<Vec<String>> {
     let all: Vec<&Installation> = std::iter::once(inst).chain(siblings.iter()).collect();
-    let predecessors = |i: &Installation| -> Vec<usize> {
-        all.iter()
-            .enumerate()
-            .filter(|(_, p)| name(p) != name(i) && is_successor(p, i))
-            .map(|(n, _)| n)
-            .collect()
-    };
-    // Depth-first search with the current path on a stack.
-    fn visit(
-        node: usize,
-        edges: &dyn Fn(usize) -> Vec<usize>,
-        path: &mut Vec<usize>,
-        done: &mut Vec<bool>,
-    ) -> Option<Vec<usize>> {
-        if let Some(start) = path.iter().position(|n| *n == node) {
-            let mut cycle = path[start..].to_vec();
-            cycle.push(node);
-            return Some(cycle);
-        }
-        if done[node] {
-            return None;
-        }
-        path.push(node);
-        for next in edges(node) {
-            if let Some(c) = visit(next, edges, path, done) {
-                return Some(c);
-            }
-        }
-        path.pop();
-        done[node] = true;
-        None
-    }
-    let edges = |n: usize| predecessors(all[n]);
-    let mut done = vec![false; all.len()];
-    visit(0, &edges, &mut Vec::new(), &mut done)
+    let predecessors: Vec<std::collections::BTreeSet<usize>> = all
+        .iter()
+        .map(|i| {
+            all.iter()
+                .enumerate()
+                .filter(|(_, p)| name(p) != name(i) && is_successor(p, i))
+                .map(|(n, _)| n)
+                .collect()
+        })
+        .collect();
+    // Only cycles this installation is part of or waits on matter: search from it alone.
+    find_cycle(&predecessors, [0])
         .map(|c| c.into_iter().map(|n| name(all[n]).to_string()).collect())
 }
 

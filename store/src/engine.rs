@@ -11,13 +11,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
 use crate::change::{Change, ChangeSet, ChangeType, HistoryEntry, SharedChangeSet};
 use crate::clock::{Clock, SystemClock, format_time};
 use crate::error::StoreError;
+use crate::flow::{self, FlowRef};
 use crate::key::ObjectKey;
 use crate::model::Kind;
 use crate::object;
@@ -31,6 +32,8 @@ const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
 const LABEL_INDEX: TableDefinition<&str, ()> = TableDefinition::new("label_index");
 const OWNER_INDEX: TableDefinition<&str, ()> = TableDefinition::new("owner_index");
 const UID_INDEX: TableDefinition<&str, &str> = TableDefinition::new("uid_index");
+/// Keys from `flow::index_keys`: scope, direction, kind, reference, installation name.
+const FLOW_INDEX: TableDefinition<&str, ()> = TableDefinition::new("flow_index");
 const HISTORY: TableDefinition<u64, &[u8]> = TableDefinition::new("history");
 const HISTORY_BY_OBJECT: TableDefinition<&str, ()> = TableDefinition::new("history_by_object");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
@@ -463,6 +466,33 @@ impl Store {
         Ok(items)
     }
 
+    /// The names of the installations in one scope (namespace, and parent installation or
+    /// `None` for roots) that import or export `flow.reference`, from the data-flow index.
+    pub fn installations_by_flow(
+        &self,
+        namespace: &str,
+        parent: Option<&str>,
+        flow: FlowRef<'_>,
+    ) -> Result<Vec<String>, StoreError> {
+        let tx = self.read()?;
+        let index = tx
+            .open_table(FLOW_INDEX)
+            .map_err(StoreError::redb("opening the data-flow index"))?;
+        let prefix = flow::query_prefix(namespace, parent, flow);
+        let mut names = Vec::new();
+        for entry in index
+            .range(prefix.as_str()..)
+            .map_err(StoreError::redb("scanning the data-flow index"))?
+        {
+            let (key, _) = entry.map_err(StoreError::redb("scanning the data-flow index"))?;
+            let Some(name) = key.value().strip_prefix(prefix.as_str()) else {
+                break;
+            };
+            names.push(name.to_string());
+        }
+        Ok(names)
+    }
+
     /// The object with this uid, if it still exists.
     pub fn get_by_uid(&self, uid: &str) -> Result<Option<Value>, StoreError> {
         let tx = self.read()?;
@@ -636,6 +666,7 @@ fn initialise(db: &Database, path: &str) -> Result<u64, StoreError> {
         .map_err(StoreError::redb("creating the owner index"))?;
     tx.open_table(UID_INDEX)
         .map_err(StoreError::redb("creating the uid index"))?;
+    backfill_flow_index(&tx)?;
     tx.open_table(HISTORY)
         .map_err(StoreError::redb("creating the history"))?;
     tx.open_table(HISTORY_BY_OBJECT)
@@ -643,6 +674,45 @@ fn initialise(db: &Database, path: &str) -> Result<u64, StoreError> {
     tx.commit()
         .map_err(StoreError::redb("committing the initial transaction"))?;
     Ok(revision)
+}
+
+/// Files written before the data-flow index existed get it built from their installations; it
+/// is derived data, so this needs no format version.
+fn backfill_flow_index(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
+    let exists = tx
+        .list_tables()
+        .map_err(StoreError::redb("listing the tables"))?
+        .any(|t| t.name() == FLOW_INDEX.name());
+    let mut index = tx
+        .open_table(FLOW_INDEX)
+        .map_err(StoreError::redb("creating the data-flow index"))?;
+    if exists {
+        return Ok(());
+    }
+    let objects = tx
+        .open_table(OBJECTS)
+        .map_err(StoreError::redb("opening the objects table"))?;
+    let prefix = ObjectKey::prefix(Kind::Installation, None);
+    for entry in objects
+        .range(prefix.as_str()..)
+        .map_err(StoreError::redb("scanning objects"))?
+    {
+        let (storage_key, bytes) = entry.map_err(StoreError::redb("scanning objects"))?;
+        let storage_key = storage_key.value();
+        if !storage_key.starts_with(prefix.as_str()) {
+            break;
+        }
+        let Some(key) = ObjectKey::from_storage_key(storage_key) else {
+            continue;
+        };
+        let object = decode(storage_key, bytes.value())?;
+        for k in flow::index_keys(&key, &object) {
+            index
+                .insert(k.as_str(), ())
+                .map_err(StoreError::redb("building the data-flow index"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Upgrades a file from an older format version. Version 1 is the first; each later version
@@ -911,6 +981,9 @@ impl Writer {
         let mut uids = tx
             .open_table(UID_INDEX)
             .map_err(StoreError::redb("opening the uid index"))?;
+        let mut flows = tx
+            .open_table(FLOW_INDEX)
+            .map_err(StoreError::redb("opening the data-flow index"))?;
         for (storage_key, t) in touched {
             let Some(key) = ObjectKey::from_storage_key(storage_key) else {
                 continue;
@@ -930,6 +1003,23 @@ impl Writer {
                 };
             let (old_labels, old_owners, old_uid) = index_entries(&t.original);
             let (new_labels, new_owners, new_uid) = index_entries(&t.current);
+            let flow_entries = |object: &Option<Value>| -> BTreeSet<String> {
+                object
+                    .as_ref()
+                    .map(|o| flow::index_keys(&key, o).into_iter().collect())
+                    .unwrap_or_default()
+            };
+            let (old_flows, new_flows) = (flow_entries(&t.original), flow_entries(&t.current));
+            for k in old_flows.difference(&new_flows) {
+                flows
+                    .remove(k.as_str())
+                    .map_err(StoreError::redb("updating the data-flow index"))?;
+            }
+            for k in new_flows.difference(&old_flows) {
+                flows
+                    .insert(k.as_str(), ())
+                    .map_err(StoreError::redb("updating the data-flow index"))?;
+            }
             for k in old_labels.difference(&new_labels) {
                 labels
                     .remove(k.as_str())

@@ -1,6 +1,6 @@
 //! From store changes to work-queue keys: an object's own key, and the objects that wait on
 //! it (a deploy item's Execution, an Execution's Installation, an Installation's parent, and
-//! the siblings of a removed Installation, which may wait for it in `InitDelete`).
+//! the siblings connected to a removed Installation by data flow, which may wait for it).
 
 use std::time::Duration;
 
@@ -43,19 +43,22 @@ pub fn keys_for_change(change: &Change) -> Vec<ObjectKey> {
     keys
 }
 
-/// Installations that share a parent with `object` (roots: the roots of the namespace).
-pub fn siblings(store: &Store, object: &Value) -> Vec<ObjectKey> {
+/// The siblings connected to a removed installation by data flow: its predecessors may wait
+/// in `InitDelete` for it to go, its successors wait on its exports.
+pub fn flow_neighbours(store: &Store, object: &Value) -> Vec<ObjectKey> {
+    use super::installation::dataflow;
     let Ok(inst) = landscaper_store::model::from_value::<Installation>(object) else {
         return Vec::new();
     };
-    super::installation::dataflow::siblings(store, &inst)
-        .unwrap_or_default()
+    let mut neighbours = dataflow::exporters_of_imports(store, &inst).unwrap_or_default();
+    neighbours.extend(dataflow::importers_of_exports(store, &inst).unwrap_or_default());
+    neighbours
         .iter()
         .map(|s| {
             ObjectKey::new(
                 Kind::Installation,
                 object::namespace(object),
-                super::installation::dataflow::name(s),
+                dataflow::name(s),
             )
         })
         .collect()
@@ -144,7 +147,7 @@ pub async fn feed(store: Store, queues: Queues, resync: Duration, cancel: Cancel
                         }
                         if change.change_type == ChangeType::Deleted {
                             if change.key.kind == Kind::Installation {
-                                for key in siblings(&store, &change.object) {
+                                for key in flow_neighbours(&store, &change.object) {
                                     enqueue(&queues, key);
                                 }
                             }

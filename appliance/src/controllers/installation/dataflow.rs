@@ -2,12 +2,14 @@
 //! hash, the rendered subobjects (Execution spec, subinstallation templates) and its exports.
 //! Reading is done here; the phase handlers decide what to write.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use landscaper_store::model::constants::*;
 use landscaper_store::model::names::generate_data_object_name;
 use landscaper_store::model::{ConfigMap, Installation, Secret, from_value};
-use landscaper_store::{Kind, LabelSelector, ObjectKey, Store, object};
+use landscaper_store::{
+    FlowDirection, FlowKind, FlowRef, Kind, LabelSelector, ObjectKey, Store, object,
+};
 use landscaper_templating::blueprint::{
     Bindings, Blueprint, ExportBindings, ImportType, InstallationTemplate, construct_imports,
     evaluate_import_data_mappings, find_cycle, parse_yaml, render_deploy_executions,
@@ -190,6 +192,22 @@ pub fn imported_refs(inst: &Installation) -> (Vec<String>, Vec<String>) {
     (data, targets)
 }
 
+/// The DataObject and Target references the installation exports.
+pub fn exported_refs(inst: &Installation) -> (Vec<String>, Vec<String>) {
+    (
+        inst.spec
+            .data_exports()
+            .iter()
+            .map(|e| e.data_ref.clone())
+            .collect(),
+        inst.spec
+            .target_exports()
+            .iter()
+            .map(|e| e.target.clone())
+            .collect(),
+    )
+}
+
 /// Whether `successor` imports something `inst` exports (Landscaper's `IsSuccessor`).
 pub fn is_successor(inst: &Installation, successor: &Installation) -> bool {
     let (data, targets) = imported_refs(successor);
@@ -283,22 +301,103 @@ pub fn predecessor_cycle(inst: &Installation, siblings: &[Installation]) -> Opti
         .map(|c| c.into_iter().map(|n| name(all[n]).to_string()).collect())
 }
 
-/// The other installations in the same scope.
-pub fn siblings(store: &Store, inst: &Installation) -> Result<Vec<Installation>, PhaseError> {
-    let list = store
-        .list(
-            Kind::Installation,
-            Some(namespace(inst)),
-            &LabelSelector::default(),
-        )
-        .map_err(|e| store_error("FetchSiblings", e))?;
-    let parent = parent_name(inst);
-    Ok(list
-        .items
+/// The other installations of `inst`'s scope (same namespace and parent) that import or
+/// export (`direction`) any of the given DataObject and Target references, found through the
+/// store's data-flow index and read fresh from the store. Scanning every sibling instead made
+/// n root installations cost n² reads.
+pub fn siblings_by_flow(
+    store: &Store,
+    inst: &Installation,
+    direction: FlowDirection,
+    data: &[String],
+    targets: &[String],
+) -> Result<Vec<Installation>, PhaseError> {
+    const OP: &str = "FetchSiblings";
+    let (ns, parent) = (namespace(inst), parent_name(inst));
+    let mut names = BTreeSet::new();
+    let refs = data
         .iter()
-        .filter_map(|v| from_value::<Installation>(v).ok())
-        .filter(|s| parent_name(s) == parent && name(s) != name(inst))
-        .collect())
+        .map(|r| (FlowKind::Data, r))
+        .chain(targets.iter().map(|r| (FlowKind::Target, r)));
+    for (kind, reference) in refs {
+        let flow = FlowRef {
+            direction,
+            kind,
+            reference,
+        };
+        names.extend(
+            store
+                .installations_by_flow(ns, parent, flow)
+                .map_err(|e| store_error(OP, e))?,
+        );
+    }
+    names.remove(name(inst));
+    let mut out = Vec::new();
+    for n in names {
+        let Some(value) = store
+            .get(&ObjectKey::new(Kind::Installation, ns, &n))
+            .map_err(|e| store_error(OP, e))?
+        else {
+            continue;
+        };
+        if let Ok(sibling) = from_value::<Installation>(&value)
+            && parent_name(&sibling) == parent
+        {
+            out.push(sibling);
+        }
+    }
+    Ok(out)
+}
+
+/// Siblings that export something `inst` imports: its candidate predecessors.
+pub fn exporters_of_imports(
+    store: &Store,
+    inst: &Installation,
+) -> Result<Vec<Installation>, PhaseError> {
+    let (data, targets) = imported_refs(inst);
+    siblings_by_flow(store, inst, FlowDirection::Export, &data, &targets)
+}
+
+/// Siblings that import something `inst` exports: its candidate successors.
+pub fn importers_of_exports(
+    store: &Store,
+    inst: &Installation,
+) -> Result<Vec<Installation>, PhaseError> {
+    let (data, targets) = exported_refs(inst);
+    siblings_by_flow(store, inst, FlowDirection::Import, &data, &targets)
+}
+
+/// Siblings that export something `inst` exports too.
+pub fn exporters_of_exports(
+    store: &Store,
+    inst: &Installation,
+) -> Result<Vec<Installation>, PhaseError> {
+    let (data, targets) = exported_refs(inst);
+    siblings_by_flow(store, inst, FlowDirection::Export, &data, &targets)
+}
+
+/// The siblings `inst` transitively waits for (predecessors, their predecessors, ...): all
+/// a predecessor cycle through or ahead of `inst` can consist of.
+pub fn predecessor_closure(
+    store: &Store,
+    inst: &Installation,
+) -> Result<Vec<Installation>, PhaseError> {
+    let mut seen = BTreeSet::from([name(inst).to_string()]);
+    let mut out: Vec<Installation> = Vec::new();
+    let mut next = 0;
+    let mut frontier = exporters_of_imports(store, inst)?;
+    loop {
+        for candidate in frontier {
+            if seen.insert(name(&candidate).to_string()) {
+                out.push(candidate);
+            }
+        }
+        let Some(current) = out.get(next) else {
+            return Ok(out);
+        };
+        next += 1;
+        frontier = exporters_of_imports(store, current)?;
+    }
 }
 
 /// Reads the values of the installation's imports from its scope: data imports from
@@ -1299,5 +1398,88 @@ imports:
         assert_eq!(cycle.len(), 4, "{cycle:?}");
         let free = node("c", "from-b", "unrelated");
         assert_eq!(predecessor_cycle(&a, &[b, free]), None);
+    }
+
+    #[test]
+    fn sibling_lookups_find_only_the_connected_installations_of_the_scope() {
+        let (_dir, store) = open_store();
+        let node = |name: &str, parent: Option<&str>, imports: &[&str], exports: &[&str]| {
+            let mut labels = Map::new();
+            if let Some(p) = parent {
+                labels.insert(ENCOMPASSED_BY_LABEL.into(), json!(p));
+            }
+            json!({
+                "apiVersion": "landscaper.gardener.cloud/v1alpha1",
+                "kind": "Installation",
+                "metadata": {"name": name, "namespace": "ns", "labels": labels},
+                "spec": {
+                    "imports": {"data": imports.iter().map(|r| json!({"name": r, "dataRef": r})).collect::<Vec<_>>()},
+                    "exports": {"data": exports.iter().map(|r| json!({"name": r, "dataRef": r})).collect::<Vec<_>>()},
+                },
+            })
+        };
+        // a -> b -> c in a chain, d unrelated, e a second exporter of "from-a", and a
+        // subinstallation exporting the same name in another scope.
+        put(
+            &store,
+            vec![
+                node("a", None, &[], &["from-a"]),
+                node("b", None, &["from-a"], &["from-b"]),
+                node("c", None, &["from-b"], &[]),
+                node("d", None, &["elsewhere"], &["other"]),
+                node("e", None, &[], &["from-a"]),
+                node("sub", Some("a"), &["from-b"], &["from-a"]),
+            ],
+        );
+        let get = |n: &str| {
+            from_value::<Installation>(
+                &store
+                    .get(&ObjectKey::new(Kind::Installation, "ns", n))
+                    .unwrap()
+                    .unwrap(),
+            )
+            .unwrap()
+        };
+        let names = |list: Vec<Installation>| -> Vec<String> {
+            let mut v: Vec<String> = list.iter().map(|i| name(i).to_string()).collect();
+            v.sort();
+            v
+        };
+        let (a, b, c) = (get("a"), get("b"), get("c"));
+        assert_eq!(names(exporters_of_imports(&store, &b).unwrap()), ["a", "e"]);
+        assert_eq!(names(importers_of_exports(&store, &a).unwrap()), ["b"]);
+        assert_eq!(names(exporters_of_exports(&store, &a).unwrap()), ["e"]);
+        assert_eq!(
+            names(predecessor_closure(&store, &c).unwrap()),
+            ["a", "b", "e"]
+        );
+        assert!(predecessor_closure(&store, &a).unwrap().is_empty());
+        // The subinstallation's scope holds only itself.
+        assert!(
+            exporters_of_exports(&store, &get("sub"))
+                .unwrap()
+                .is_empty()
+        );
+        // A cycle is found through the closure alone.
+        let mut a_cyclic = node("a", None, &["from-c"], &["from-a"]);
+        a_cyclic["metadata"]["resourceVersion"] = json!(
+            store
+                .get(&ObjectKey::new(Kind::Installation, "ns", "a"))
+                .unwrap()
+                .unwrap()
+                .pointer("/metadata/resourceVersion")
+                .cloned()
+                .unwrap()
+        );
+        let mut c_exporting = serde_json::to_value(&c).unwrap();
+        c_exporting["spec"]["exports"] = json!({"data": [{"name": "from-c", "dataRef": "from-c"}]});
+        store
+            .commit_blocking(Transaction::new().update(a_cyclic).update(c_exporting))
+            .unwrap();
+        let a = get("a");
+        let closure = predecessor_closure(&store, &a).unwrap();
+        assert_eq!(names(closure.clone()), ["b", "c", "e"]);
+        let cycle = predecessor_cycle(&a, &closure).unwrap();
+        assert_eq!(cycle.len(), 4, "{cycle:?}");
     }
 }

@@ -271,7 +271,7 @@ impl InstallationReconciler {
         {
             return Ok(Vec::new());
         }
-        let siblings = dataflow::siblings(&self.context.store, inst)
+        let siblings = dataflow::importers_of_exports(&self.context.store, inst)
             .map_err(|e| ReconcileError::Transient(e.error().to_string()))?;
         Ok(siblings
             .iter()
@@ -674,7 +674,7 @@ impl InstallationReconciler {
         if no_sibling_exports || (data.is_empty() && targets.is_empty()) {
             return Ok(());
         }
-        let siblings = dataflow::siblings(&self.context.store, inst)?;
+        let siblings = dataflow::exporters_of_exports(&self.context.store, inst)?;
         match dataflow::duplicate_exports(inst, &siblings) {
             Some(message) => Err(PhaseError::Fatal(LsError::new(
                 "init",
@@ -708,7 +708,7 @@ impl InstallationReconciler {
             return Ok(out);
         }
         let is_root = parent_name(inst).is_none();
-        let siblings = dataflow::siblings(&self.context.store, inst)?;
+        let siblings = dataflow::predecessor_closure(&self.context.store, inst)?;
         if let Some(cycle) = dataflow::predecessor_cycle(inst, &siblings) {
             return Err(PhaseError::Fatal(LsError::new(
                 OP,
@@ -850,7 +850,7 @@ impl InstallationReconciler {
                 .and_then(|o| o.has_no_sibling_exports)
                 == Some(true);
         if !ignore {
-            for sibling in dataflow::siblings(&self.context.store, inst)? {
+            for sibling in dataflow::importers_of_exports(&self.context.store, inst)? {
                 if !dataflow::is_successor(inst, &sibling) {
                     continue;
                 }

@@ -17,6 +17,14 @@ pub fn init(format: LogFormat, default_level: &str) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(default_level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
+    // kube's client logs every failed connection at ERROR; the deploy item controller already
+    // reports the same failure once per attempt with the item's name. RUST_LOG naming
+    // kube_client brings it back.
+    let mentions_kube = std::env::var("RUST_LOG").is_ok_and(|v| v.contains("kube_client"));
+    let filter = match "kube_client::client::builder=off".parse() {
+        Ok(directive) if !mentions_kube => filter.add_directive(directive),
+        _ => filter,
+    };
     let under_journal = std::env::var_os("JOURNAL_STREAM").is_some();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -44,12 +44,19 @@ impl Cluster {
     /// Starts the server (plain HTTP; workloads ready after `ready_after`, e.g. `"100ms"` or
     /// `"never"`) and waits until it answers.
     pub fn start(ready_after: &str) -> Cluster {
+        Cluster::start_on_port(ready_after, 0)
+    }
+
+    /// As `start`, on a given loopback port (0: any free port), e.g. one a Target already
+    /// names while no server listened there.
+    pub fn start_on_port(ready_after: &str, port: u16) -> Cluster {
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig_path = dir.path().join("kubeconfig");
         let mut child = Command::new(server_binary())
             .arg("--kubeconfig-out")
             .arg(&kubeconfig_path)
             .args(["--ready-after", ready_after])
+            .args(["--port", &port.to_string()])
             // The harness reads without credentials; the deployer still sends the token from
             // the kubeconfig.
             .arg("--anonymous")

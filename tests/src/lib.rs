@@ -54,7 +54,8 @@ pub fn kubectl() -> Option<PathBuf> {
     })
 }
 
-fn free_port() -> u16 {
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

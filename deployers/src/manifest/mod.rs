@@ -96,7 +96,21 @@ impl ClientFactory for KubeClientFactory {
                 .await
                 .map(Arc::new)
                 .map_err(|e| {
-                    configuration_problem("ensureTargetAccess", "InvalidKubeconfig", e.to_string())
+                    let target = target.map(|t| {
+                        format!(
+                            "{}/{}",
+                            t.metadata.namespace.as_deref().unwrap_or_default(),
+                            t.metadata.name.as_deref().unwrap_or_default()
+                        )
+                    });
+                    configuration_problem(
+                        "ensureTargetAccess",
+                        "InvalidKubeconfig",
+                        format!(
+                            "target {}: spec.config.kubeconfig: {e}",
+                            target.unwrap_or_default()
+                        ),
+                    )
                 })?;
             let mut cache = self.cached();
             if cache.len() >= MAX_CACHED_CLIENTS {

@@ -53,6 +53,17 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Render a blueprint offline (deploy items, subinstallations, exports), or one template.
     Render(RenderArgs),
+    /// Save a consistent copy of the store (from the running daemon, or from the store file
+    /// when it is stopped).
+    Backup(BackupArgs),
+    /// Replace the store with a backup (the daemon must be stopped); the old store is kept as
+    /// store.redb.before-restore.
+    Restore(RestoreArgs),
+    /// Write the objects defined in the manifests folder as Kubernetes YAML for a full
+    /// Landscaper (includes Secrets with their values).
+    Export(ExportArgs),
+    /// Check the configuration, folders, store, Targets, clock and disk space.
+    Doctor(DoctorArgs),
     /// Print the version of this binary and of its store format.
     Version,
 }
@@ -179,6 +190,108 @@ pub struct DeleteArgs {
     pub args: Vec<String>,
     #[command(flatten)]
     pub write: WriteArgs,
+}
+
+/// Where the store is, found as `serve` finds it: flags, then the config file, then defaults.
+#[derive(Debug, Args, Clone, Default)]
+pub struct StoreLocationArgs {
+    /// Config file, read for dataDir and listen (default: /etc/landscaper-appliance/config.yaml
+    /// when present).
+    #[arg(long, env = "LANDSCAPER_APPLIANCE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Data folder holding the store (default: dataDir of the config file, else
+    /// /var/lib/landscaper-appliance).
+    #[arg(long, env = "LANDSCAPER_APPLIANCE_DATA")]
+    pub data: Option<PathBuf>,
+}
+
+/// How the day-2 commands reach a running daemon.
+#[derive(Debug, Args, Clone, Default)]
+pub struct DaemonAccessArgs {
+    /// Address of the daemon's API (default: http://LISTEN, LISTEN from the config file).
+    #[arg(long, env = "LANDSCAPER_APPLIANCE_SERVER")]
+    pub server: Option<String>,
+    /// File holding the API token (default: DATA/api-token). The environment variable
+    /// LANDSCAPER_APPLIANCE_TOKEN, holding the token itself, is used when this is not given.
+    #[arg(long, value_name = "PATH", env = "LANDSCAPER_APPLIANCE_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+#[command(
+    after_help = "A running daemon answers through its API (GET /appliance/v1/backup, \
+    with the API token); when none answers, the store file is read directly. The file holds \
+    every Secret unredacted and is created with mode 0600."
+)]
+pub struct BackupArgs {
+    /// The backup file to write (replaced atomically when it exists).
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub location: StoreLocationArgs,
+    #[command(flatten)]
+    pub access: DaemonAccessArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+#[command(
+    after_help = "The backup is checked first (it is opened as the daemon opens its \
+    store: format version, migration of older formats, every object readable); then it \
+    replaces DATA/store.redb atomically and the old file is kept as \
+    DATA/store.redb.before-restore."
+)]
+pub struct RestoreArgs {
+    /// The backup file (made by `backup`).
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub location: StoreLocationArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+#[command(after_help = "Writes DIR/<namespace>/<kind plural>/<name>.yaml (and \
+    DIR/<namespace>/00-namespace.yaml for namespaces other than default): the objects the \
+    manifest files define, with spec and metadata (name, namespace, labels, annotations) \
+    only. Objects the controllers made (Executions, DeployItems, subinstallations, exported \
+    DataObjects, Targets and Secrets) are left out: Landscaper makes them again. Apply with \
+    `kubectl apply -R -f DIR`.")]
+pub struct ExportArgs {
+    /// Output folder; must not exist or be empty.
+    pub dir: PathBuf,
+    /// Export from this backup file instead of the running daemon or the store.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// Check every exported object against the CustomResourceDefinitions in this folder
+    /// (e.g. those of the Landscaper release you move to) and write nothing if one fails.
+    #[arg(long, value_name = "DIR")]
+    pub crds: Option<PathBuf>,
+    #[command(flatten)]
+    pub location: StoreLocationArgs,
+    #[command(flatten)]
+    pub access: DaemonAccessArgs,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum DoctorOutputFormat {
+    /// One line per check: OK, WARN or FAIL, the check and the reason.
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args, Clone)]
+#[command(after_help = "Exits with 1 when a check FAILs, 0 otherwise (warnings included).")]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub location: StoreLocationArgs,
+    /// Folder of manifests (default: manifestsDir of the config file).
+    #[arg(long, env = "LANDSCAPER_APPLIANCE_MANIFESTS")]
+    pub manifests: Option<PathBuf>,
+    #[command(flatten)]
+    pub access: DaemonAccessArgs,
+    /// Seconds to wait for each network check (daemon, Targets).
+    #[arg(long, value_name = "SECONDS", default_value_t = 3)]
+    pub timeout: u64,
+    #[arg(short, long, value_enum, default_value_t)]
+    pub output: DoctorOutputFormat,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
@@ -379,6 +492,57 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn parses_day2_commands() {
+        let cli = Cli::try_parse_from([
+            "landscaper-appliance",
+            "backup",
+            "b.redb",
+            "--data",
+            "/d",
+            "--server",
+            "http://127.0.0.1:9",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Backup(args) => {
+                assert_eq!(args.file, PathBuf::from("b.redb"));
+                assert_eq!(args.location.data, Some(PathBuf::from("/d")));
+                assert_eq!(args.access.server.as_deref(), Some("http://127.0.0.1:9"));
+            }
+            other => panic!("parsed {other:?}"),
+        }
+        let cli = Cli::try_parse_from(["landscaper-appliance", "restore", "b.redb"]).unwrap();
+        assert!(matches!(cli.command, Command::Restore(_)));
+        let cli = Cli::try_parse_from([
+            "landscaper-appliance",
+            "export",
+            "out",
+            "--from",
+            "b.redb",
+            "--crds",
+            "crds",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Export(args) => {
+                assert_eq!(args.from, Some(PathBuf::from("b.redb")));
+                assert_eq!(args.crds, Some(PathBuf::from("crds")));
+            }
+            other => panic!("parsed {other:?}"),
+        }
+        let cli = Cli::try_parse_from(["landscaper-appliance", "doctor", "-o", "json"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Doctor(DoctorArgs {
+                output: DoctorOutputFormat::Json,
+                timeout: 3,
+                ..
+            })
+        ));
+        assert!(Cli::try_parse_from(["landscaper-appliance", "backup"]).is_err());
     }
 
     #[test]

@@ -1,15 +1,18 @@
 //! A small HTTP/1.1 client for the CLI's commands that talk to a running daemon. The API is
-//! plain HTTP on loopback, so a blocking request over `TcpStream` is all the CLI needs.
+//! plain HTTP on loopback or the daemon's Unix socket (`unix:///var/lib/.../api.sock`), so a
+//! blocking request over a `TcpStream` or `UnixStream` is all the CLI needs.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("server address {0:?} is not of the form http://HOST:PORT")]
+    #[error("server address {0:?} is not of the form http://HOST:PORT or unix:///PATH")]
     BadServer(String),
     #[error(
         "cannot reach the daemon at {server}: {source} (is `landscaper-appliance serve` running?)"
@@ -33,6 +36,8 @@ pub enum ClientError {
 pub struct Client {
     server: String,
     host_port: String,
+    /// Requests go over this Unix socket instead of TCP.
+    socket: Option<PathBuf>,
     /// Bearer token sent with writes.
     token: Option<String>,
 }
@@ -42,6 +47,12 @@ pub const MERGE_PATCH: &str = "application/merge-patch+json";
 
 impl Client {
     pub fn new(server: &str) -> Result<Client, ClientError> {
+        if let Some(path) = server
+            .strip_prefix("unix://")
+            .filter(|p| p.starts_with('/'))
+        {
+            return Ok(Client::unix(Path::new(path)));
+        }
         let host_port = server
             .strip_prefix("http://")
             .map(|s| s.trim_end_matches('/'))
@@ -50,8 +61,40 @@ impl Client {
         Ok(Client {
             server: server.to_string(),
             host_port: host_port.to_string(),
+            socket: None,
             token: None,
         })
+    }
+
+    /// A client of the daemon's Unix socket (authorised by file permissions: no token).
+    pub fn unix(path: &Path) -> Client {
+        Client {
+            server: format!("unix://{}", path.display()),
+            host_port: "localhost".into(),
+            socket: Some(path.to_path_buf()),
+            token: None,
+        }
+    }
+
+    /// The CLI's client: the daemon's Unix socket when `server` is the default address and the
+    /// socket in the data folder (`data_dir`, else the default one) accepts connections (as
+    /// root or the service user); otherwise `server`.
+    pub fn for_cli(server: &str, data_dir: Option<&Path>) -> Result<Client, ClientError> {
+        if server == crate::cli::DEFAULT_SERVER {
+            let data = data_dir
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(crate::config::DEFAULT_DATA_DIR));
+            let socket = data.join(crate::config::SOCKET_FILE_NAME);
+            if UnixStream::connect(&socket).is_ok() {
+                return Ok(Client::unix(&socket));
+            }
+        }
+        Client::new(server)
+    }
+
+    /// Whether requests go over a Unix socket.
+    pub fn is_unix(&self) -> bool {
+        self.socket.is_some()
     }
 
     /// Sends `token` as bearer token with writes ([`patch_json`](Self::patch_json),
@@ -139,10 +182,20 @@ impl Client {
             server: self.server.clone(),
             source,
         };
-        let mut stream = TcpStream::connect(&self.host_port).map_err(connect_err)?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .map_err(connect_err)?;
+        let mut stream: Box<dyn ReadWrite> = match &self.socket {
+            Some(path) => {
+                let s = UnixStream::connect(path).map_err(connect_err)?;
+                s.set_read_timeout(Some(Duration::from_secs(60)))
+                    .map_err(connect_err)?;
+                Box::new(s)
+            }
+            None => {
+                let s = TcpStream::connect(&self.host_port).map_err(connect_err)?;
+                s.set_read_timeout(Some(Duration::from_secs(60)))
+                    .map_err(connect_err)?;
+                Box::new(s)
+            }
+        };
         // One write: `write!` on an unbuffered stream would send the request in pieces.
         let mut request = format!(
             "{method} {path_and_query} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\nUser-Agent: landscaper-appliance-cli/{}\r\nConnection: close\r\n",
@@ -237,6 +290,10 @@ impl Client {
         Ok((code, body))
     }
 }
+
+/// A connected stream of either kind.
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
 
 #[cfg(test)]
 mod tests {
@@ -374,7 +431,29 @@ mod tests {
     }
 
     #[test]
+    fn talks_over_a_unix_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("api.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let body = r#"{"ok":true}"#;
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        });
+        let client = Client::new(&format!("unix://{}", path.display())).unwrap();
+        assert!(client.is_unix());
+        assert_eq!(client.get_json("/x").unwrap()["ok"], true);
+    }
+
+    #[test]
     fn rejects_non_http_servers() {
+        assert!(Client::new("unix://relative/path").is_err());
         assert!(Client::new("https://x:1").is_err());
         assert!(Client::new("http://").is_err());
         assert!(Client::new("127.0.0.1:8080").is_err());

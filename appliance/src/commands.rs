@@ -87,7 +87,7 @@ pub fn get(args: &GetArgs, out: &mut impl Write) -> anyhow::Result<()> {
     if args.name.is_some() && args.all_namespaces {
         bail!("a resource cannot be retrieved by name across all namespaces");
     }
-    let client = Client::new(&args.server.server)?;
+    let client = cli_client(&args.server.server)?;
     let namespace = if args.all_namespaces {
         None
     } else {
@@ -243,7 +243,7 @@ pub fn describe(args: &DescribeArgs, out: &mut impl Write) -> anyhow::Result<()>
             args.resource
         )
     })?;
-    let client = Client::new(&args.server.server)?;
+    let client = cli_client(&args.server.server)?;
     let namespace = args.namespace.as_deref().unwrap_or("default");
     let object = client.get_json(&api_path(kind, Some(namespace), Some(&args.name)))?;
     write!(out, "{}", to_yaml(&object)?)?;
@@ -321,8 +321,19 @@ pub fn resolve_token(
     read(&data.join(TOKEN_FILE_NAME))
 }
 
-/// A client that sends the token of `args` with its writes.
+/// The daemon's Unix socket when it is reachable (see [`Client::for_cli`]), else `server`.
+fn cli_client(server: &str) -> Result<Client, crate::client::ClientError> {
+    let data_dir = std::env::var_os(DATA_ENV).map(PathBuf::from);
+    Client::for_cli(server, data_dir.as_deref())
+}
+
+/// A client that sends the token of `args` with its writes (over the Unix socket, none is
+/// needed).
 pub fn write_client(args: &WriteArgs) -> anyhow::Result<Client> {
+    let client = cli_client(&args.server.server)?;
+    if client.is_unix() {
+        return Ok(client);
+    }
     let env_token = std::env::var(TOKEN_ENV).ok();
     let data_dir = std::env::var_os(DATA_ENV).map(PathBuf::from);
     let token = resolve_token(
@@ -330,7 +341,7 @@ pub fn write_client(args: &WriteArgs) -> anyhow::Result<Client> {
         env_token.as_deref(),
         data_dir.as_deref(),
     )?;
-    Ok(Client::new(&args.server.server)?.with_token(token.expose()))
+    Ok(client.with_token(token.expose()))
 }
 
 /// The merge patch that requests an operation.
@@ -619,7 +630,7 @@ pub fn print_tree(root: &TreeNode, out: &mut impl Write) -> anyhow::Result<()> {
 
 /// `tree NAME`.
 pub fn tree(args: &TreeArgs, out: &mut impl Write) -> anyhow::Result<()> {
-    let client = Client::new(&args.server.server)?;
+    let client = cli_client(&args.server.server)?;
     let namespace = args.namespace.as_deref().unwrap_or("default");
     let root = client.get_json(&api_path(
         Kind::Installation,

@@ -11,6 +11,8 @@ pub const DEFAULT_CONFIG_FILE: &str = "/etc/landscaper-appliance/config.yaml";
 pub const DEFAULT_MANIFESTS_DIR: &str = "/etc/landscaper-appliance/manifests.d";
 pub const DEFAULT_DATA_DIR: &str = "/var/lib/landscaper-appliance";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// The API's Unix socket, in the data folder.
+pub const SOCKET_FILE_NAME: &str = "api.sock";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -44,6 +46,16 @@ pub struct ConfigFile {
     pub deploy_item_timeouts: Option<DeployItemTimeouts>,
     /// Workers per controller (default 4).
     pub workers: Option<usize>,
+    /// TLS for the API listener; required when `listen` is not a loopback address.
+    pub tls: Option<TlsFiles>,
+}
+
+/// PEM files of the API's TLS certificate (chain) and private key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TlsFiles {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -69,6 +81,8 @@ pub struct Config {
     pub log_format: LogFormat,
     pub log_level: String,
     pub resync_interval: Duration,
+    /// TLS for the API listener (mandatory off loopback).
+    pub tls: Option<TlsFiles>,
     /// `None`: deploy items of unserved types wait forever.
     pub pickup_timeout: Option<Duration>,
     pub workers: usize,
@@ -106,12 +120,26 @@ impl Config {
             field: "listen",
             message: format!("{listen_text:?} is not an address:port ({e})"),
         })?;
-        if !listen.ip().is_loopback() {
-            // Non-loopback listening needs TLS and a token, which arrive with access control.
+        if let Some(tls) = &file.tls {
+            for (field, path) in [
+                ("tls.certFile", &tls.cert_file),
+                ("tls.keyFile", &tls.key_file),
+            ] {
+                if path.as_os_str().is_empty() {
+                    return Err(ConfigError::Invalid {
+                        field,
+                        message: "must name a PEM file".into(),
+                    });
+                }
+            }
+        }
+        if !listen.ip().is_loopback() && file.tls.is_none() {
+            // Off loopback every request needs the token, and the token must not cross the
+            // network in clear text.
             return Err(ConfigError::Invalid {
                 field: "listen",
                 message: format!(
-                    "{listen} is not a loopback address; the API may only listen on loopback until TLS and token authentication are configured"
+                    "{listen} is not a loopback address: listening there needs tls.certFile and tls.keyFile (requests then need the API token)"
                 ),
             });
         }
@@ -159,7 +187,14 @@ impl Config {
             log_format: overrides.log_format.or(file.log_format).unwrap_or_default(),
             log_level: file.log_level.unwrap_or_else(|| "info".to_string()),
             resync_interval,
+            tls: file.tls,
         })
+    }
+
+    /// The Unix socket in the data folder: requests over it are authorised by file
+    /// permissions (root and the service user).
+    pub fn socket_path(&self) -> PathBuf {
+        self.data_dir.join(SOCKET_FILE_NAME)
     }
 
     pub fn store_path(&self) -> PathBuf {
@@ -252,6 +287,14 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("listen"), "{err}");
+        assert!(err.to_string().contains("tls.certFile"), "{err}");
+        // With TLS, a non-loopback address is fine.
+        let file: ConfigFile = serde_saphyr::from_str(
+            "listen: 0.0.0.0:8443\ntls: {certFile: /etc/l/tls.crt, keyFile: /etc/l/tls.key}\n",
+        )
+        .unwrap();
+        let c = Config::resolve(file, Overrides::default()).unwrap();
+        assert_eq!(c.tls.unwrap().key_file, PathBuf::from("/etc/l/tls.key"));
         let err = serde_saphyr::from_str::<ConfigFile>("listn: x\n").unwrap_err();
         assert!(err.to_string().contains("listn"), "{err}");
         let file = ConfigFile {

@@ -1,5 +1,5 @@
 //! The daemon: opens the store, serves the API, ingests the manifests folder, and shuts down
-//! in order on SIGTERM/SIGINT.
+//! in order on SIGTERM/SIGINT; SIGHUP reloads what the configuration can change at runtime.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -48,14 +48,124 @@ pub fn prepare_demo(args: &DemoArgs) -> anyhow::Result<Config> {
     Ok(config)
 }
 
-/// Runs the daemon on a fresh multi-threaded runtime until a termination signal.
-pub fn run_blocking(config: Config) -> anyhow::Result<()> {
+/// Runs the daemon on a fresh multi-threaded runtime until a termination signal. SIGHUP
+/// re-reads the configuration from `reload` (see [`reload_on_sighup`]); without one (the
+/// demo) it only logs that there is nothing to reload.
+pub fn run_blocking(config: Config, reload: Option<ConfigSource>) -> anyhow::Result<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("landscaper-appliance")
         .build()
         .context("starting the async runtime")?
-        .block_on(run(config, shutdown_signal()))
+        .block_on(async move {
+            // Registered before anything else runs: SIGHUP's default action ends the process.
+            let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                .context("listening for SIGHUP")?;
+            let reloader = tokio::spawn(reload_on_sighup(hangup, reload, config.clone()));
+            let result = run(config, shutdown_signal()).await;
+            reloader.abort();
+            result
+        })
+}
+
+// --- SIGHUP: reloading the configuration ------------------------------------------------------
+
+/// Where the running configuration came from, so that SIGHUP can read it again: the config
+/// file (`None`: the default file when present) and the command-line overrides, which keep
+/// winning over the file.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigSource {
+    pub file: Option<std::path::PathBuf>,
+    pub overrides: Overrides,
+}
+
+/// What a reloaded configuration changes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReloadPlan {
+    /// The new `logLevel`, when it changed (applied at runtime).
+    pub log_level: Option<String>,
+    /// Changed fields the running daemon cannot apply: they take effect at the next start.
+    pub restart_needed: Vec<&'static str>,
+}
+
+/// Compares the running configuration with a newly read one.
+pub fn reload_plan(running: &Config, new: &Config) -> ReloadPlan {
+    let mut restart_needed = Vec::new();
+    let mut differs = |field: &'static str, changed: bool| {
+        if changed {
+            restart_needed.push(field);
+        }
+    };
+    differs("listen", running.listen != new.listen);
+    differs("dataDir", running.data_dir != new.data_dir);
+    differs("manifestsDir", running.manifests_dir != new.manifests_dir);
+    differs("logFormat", running.log_format != new.log_format);
+    differs(
+        "resyncInterval",
+        running.resync_interval != new.resync_interval,
+    );
+    differs(
+        "deployItemTimeouts.pickup",
+        running.pickup_timeout != new.pickup_timeout,
+    );
+    differs("workers", running.workers != new.workers);
+    differs("tls", running.tls != new.tls);
+    ReloadPlan {
+        log_level: (running.log_level != new.log_level).then(|| new.log_level.clone()),
+        restart_needed,
+    }
+}
+
+/// Re-reads the configuration on every SIGHUP and applies what can change at runtime: the
+/// log level (unless `RUST_LOG` overrides it, as at start). Changed fields that need a restart
+/// are logged by name. An invalid file changes nothing. systemd is told about the reload
+/// (`RELOADING=1`, then `READY=1`).
+pub async fn reload_on_sighup(
+    mut hangup: tokio::signal::unix::Signal,
+    source: Option<ConfigSource>,
+    mut running: Config,
+) {
+    while hangup.recv().await.is_some() {
+        crate::systemd::reloading(false);
+        match &source {
+            None => tracing::info!("SIGHUP received: nothing to reload (no config file)"),
+            Some(source) => match Config::load(source.file.as_deref(), source.overrides.clone()) {
+                Err(e) => tracing::error!(
+                    error = %e,
+                    "SIGHUP received: the configuration is invalid; keeping the running one"
+                ),
+                Ok(new) => {
+                    let plan = reload_plan(&running, &new);
+                    let mut applied = Vec::new();
+                    if let Some(level) = &plan.log_level {
+                        match crate::logging::reload_level(level) {
+                            Ok(crate::logging::LevelChange::Applied) => {
+                                running.log_level = level.clone();
+                                applied.push("logLevel");
+                            }
+                            Ok(crate::logging::LevelChange::OverriddenByEnvironment) => {
+                                tracing::warn!(
+                                    "logLevel changed, but RUST_LOG is set and overrides it"
+                                )
+                            }
+                            Err(e) => tracing::error!(error = %e, "logLevel not applied"),
+                        }
+                    }
+                    tracing::info!(
+                        applied = %applied.join(", "),
+                        "SIGHUP received: configuration reloaded"
+                    );
+                    if !plan.restart_needed.is_empty() {
+                        tracing::warn!(
+                            fields = %plan.restart_needed.join(", "),
+                            "changed in the configuration but only applied at the next start: restart the daemon"
+                        );
+                    }
+                }
+            },
+        }
+        crate::systemd::reloading(true);
+    }
 }
 
 async fn shutdown_signal() {
@@ -117,24 +227,6 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     let readiness = crate::api::Readiness::default();
     let cancel = CancellationToken::new();
 
-    let state = crate::api::ApiState::new(store.clone(), readiness.clone())
-        .with_shutdown(cancel.clone())
-        .with_token(token);
-    let router = crate::api::router(state).merge(crate::history::routes(store.clone()));
-    let server_cancel = cancel.clone();
-    let server = tokio::spawn(async move {
-        crate::api::serve(listener, router, server_cancel.cancelled_owned()).await
-    });
-    tracing::info!(%address, "API listening");
-
-    let ingestor = crate::ingest::Ingestor::new(
-        store.clone(),
-        crate::ingest::IngestConfig {
-            manifests_dir: config.manifests_dir.clone(),
-            resync_interval: config.resync_interval,
-            ..crate::ingest::IngestConfig::default()
-        },
-    );
     let controller_config = crate::controllers::ControllerConfig {
         pickup_timeout: config.pickup_timeout,
         workers: crate::controllers::runtime::WorkerOptions {
@@ -146,6 +238,61 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     let controller_context =
         crate::controllers::ControllerContext::new(store.clone(), controller_config)
             .with_manifests_dir(config.manifests_dir.clone());
+    let metrics = crate::metrics::Metrics::new(store.clone(), Some(controller_context.clone()));
+    let metrics_task = tokio::spawn(metrics.clone().observe(store.clone(), cancel.clone()));
+    let state = crate::api::ApiState::new(store.clone(), readiness.clone())
+        .with_shutdown(cancel.clone())
+        .with_token(token.clone());
+    let router = crate::api::router(state.clone())
+        .merge(crate::history::routes(store.clone()))
+        .merge(crate::ui::routes(state))
+        .merge(metrics.routes());
+    // Off loopback every request needs the token (and config validation made sure of TLS).
+    let tcp_router = if address.ip().is_loopback() {
+        router.clone()
+    } else {
+        let guard_token = Some(token.clone());
+        router
+            .clone()
+            .layer(axum::middleware::from_fn(move |request, next| {
+                crate::api::listen::require_token(guard_token.clone(), request, next)
+            }))
+    };
+    let server_cancel = cancel.clone();
+    let server = match &config.tls {
+        Some(tls) => {
+            let tls_config = crate::api::listen::tls_config(&tls.cert_file, &tls.key_file)?;
+            let listener = crate::api::listen::TlsListener::new(listener, tls_config)
+                .context("starting the TLS listener")?;
+            tokio::spawn(async move {
+                crate::api::serve(listener, tcp_router, server_cancel.cancelled_owned()).await
+            })
+        }
+        None => tokio::spawn(async move {
+            crate::api::serve(listener, tcp_router, server_cancel.cancelled_owned()).await
+        }),
+    };
+    let socket_path = config.socket_path();
+    let socket = crate::api::listen::bind_unix_socket(&socket_path)?;
+    let socket_cancel = cancel.clone();
+    let socket_server = tokio::spawn(async move {
+        crate::api::serve(
+            socket,
+            crate::api::listen::trusted(router),
+            socket_cancel.cancelled_owned(),
+        )
+        .await
+    });
+    tracing::info!(%address, tls = config.tls.is_some(), socket = %socket_path.display(), "API listening");
+
+    let ingestor = crate::ingest::Ingestor::new(
+        store.clone(),
+        crate::ingest::IngestConfig {
+            manifests_dir: config.manifests_dir.clone(),
+            resync_interval: config.resync_interval,
+            ..crate::ingest::IngestConfig::default()
+        },
+    );
     let controllers = tokio::spawn(crate::controllers::run(controller_context, cancel.clone()));
 
     let (scanned_tx, scanned_rx) = tokio::sync::oneshot::channel();
@@ -173,9 +320,16 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     if let Err(e) = ingest.await {
         tracing::error!(error = %e, "ingest task failed");
     }
+    metrics_task.abort();
     if let Err(e) = controllers.await {
         tracing::error!(error = %e, "controller task failed");
     }
+    match socket_server.await {
+        Ok(Err(e)) => tracing::error!(error = %e, "API socket server failed"),
+        Err(e) => tracing::error!(error = %e, "API socket server task failed"),
+        Ok(Ok(())) => {}
+    }
+    let _ = std::fs::remove_file(&socket_path);
     match server.await {
         Ok(Err(e)) => tracing::error!(error = %e, "API server failed"),
         Err(e) => tracing::error!(error = %e, "API server task failed"),
@@ -187,4 +341,26 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
         .context("stopping the store")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod reload_tests {
+    use super::*;
+
+    #[test]
+    fn reload_plans_apply_the_log_level_and_name_what_needs_a_restart() {
+        let running = Config::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!(reload_plan(&running, &running), ReloadPlan::default());
+        let file: ConfigFile = serde_saphyr::from_str(
+            "logLevel: debug\nlisten: 127.0.0.1:9999\nworkers: 2\ndeployItemTimeouts: {pickup: 1m}\n",
+        )
+        .unwrap();
+        let new = Config::resolve(file, Overrides::default()).unwrap();
+        let plan = reload_plan(&running, &new);
+        assert_eq!(plan.log_level.as_deref(), Some("debug"));
+        assert_eq!(
+            plan.restart_needed,
+            ["listen", "deployItemTimeouts.pickup", "workers"]
+        );
+    }
 }

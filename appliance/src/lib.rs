@@ -1,15 +1,20 @@
 //! The Landscaper appliance daemon and CLI: configuration, folder ingest, controllers, HTTP API.
 
 pub mod api;
+pub mod backup;
 pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod config;
 pub mod controllers;
 pub mod daemon;
+pub mod doctor;
+pub mod export;
 pub mod history;
 pub mod ingest;
 pub mod logging;
+pub mod metrics;
 pub mod render;
 pub mod systemd;
+pub mod ui;
 pub mod validate;

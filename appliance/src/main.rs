@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use landscaper_appliance::cli::{Cli, Command, RenderCommand};
 use landscaper_appliance::config::{Config, LogFormat, Overrides};
-use landscaper_appliance::{commands, daemon, logging, render, validate};
+use landscaper_appliance::{backup, commands, daemon, doctor, export, logging, render, validate};
 
 /// mimalloc: the store's writer allocates and frees many small JSON nodes; glibc's allocator
 /// made it the bottleneck (10-15k durable updates/s against 20-21k with mimalloc, measured
@@ -26,23 +26,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let log_format = cli.log_format;
     match cli.command {
         Command::Serve(args) => {
-            let config = Config::load(
-                args.config.as_deref(),
-                Overrides {
+            let source = daemon::ConfigSource {
+                file: args.config,
+                overrides: Overrides {
                     manifests_dir: args.manifests,
                     data_dir: args.data,
                     listen: args.listen,
                     log_format,
                 },
-            )?;
+            };
+            let config = Config::load(source.file.as_deref(), source.overrides.clone())?;
             logging::init(config.log_format, &config.log_level);
-            daemon::run_blocking(config)?;
+            daemon::run_blocking(config, Some(source))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => {
             logging::init(log_format.unwrap_or(LogFormat::Text), "info");
             let config = daemon::prepare_demo(&args)?;
-            daemon::run_blocking(config)?;
+            daemon::run_blocking(config, None)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Get(args) => {
@@ -84,6 +85,28 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 None => render::run(&args, &mut out, &mut err)?,
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Backup(args) => {
+            backup::backup(&args, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Restore(args) => {
+            backup::restore(&args, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Export(args) => {
+            let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
+            export::export(&args, &mut out, &mut err)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Doctor(args) => {
+            let checks = doctor::run(&args);
+            doctor::print(&checks, args.output, &mut std::io::stdout().lock())?;
+            Ok(if doctor::failed(&checks) {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Version => {
             println!(

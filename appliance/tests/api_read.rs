@@ -394,10 +394,14 @@ async fn legacy_discovery_has_kube_apiserver_shapes() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(core_names, ["configmaps", "namespaces", "secrets"]);
+    assert_eq!(
+        core_names,
+        ["configmaps", "events", "namespaces", "secrets"]
+    );
     assert_eq!(core["resources"][0]["shortNames"], json!(["cm"]));
-    assert_eq!(core["resources"][2]["kind"], "Secret");
-    assert_eq!(core["resources"][2]["namespaced"], true);
+    assert_eq!(core["resources"][1]["kind"], "Event");
+    assert_eq!(core["resources"][3]["kind"], "Secret");
+    assert_eq!(core["resources"][3]["namespaced"], true);
 
     let groups = get(s.addr, "/apis").await.json();
     assert_eq!(groups["kind"], "APIGroupList");

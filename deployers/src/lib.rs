@@ -5,6 +5,7 @@
 //! the jobID check, pickup, phases, timeouts, the final update of phase and jobIDFinished,
 //! finalizers and `delete-without-uninstall`).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -24,7 +25,46 @@ pub struct DeployRequest<'a> {
     pub item: &'a DeployItem,
     /// The resolved Target (`spec.target`), with secret references already resolved.
     pub target: Option<&'a Target>,
+    /// The secondary targets ([`Deployer::secondary_target_names`]) as the dispatcher found
+    /// them in the item's namespace, by name. A name without an entry has no Target object.
+    pub secondary_targets: &'a SecondaryTargets,
 }
+
+static NO_SECONDARY_TARGETS: SecondaryTargets = BTreeMap::new();
+
+impl<'a> DeployRequest<'a> {
+    /// A request without secondary targets.
+    pub fn new(item: &'a DeployItem, target: Option<&'a Target>) -> DeployRequest<'a> {
+        DeployRequest {
+            item,
+            target,
+            secondary_targets: &NO_SECONDARY_TARGETS,
+        }
+    }
+
+    pub fn with_secondary_targets(mut self, targets: &'a SecondaryTargets) -> DeployRequest<'a> {
+        self.secondary_targets = targets;
+        self
+    }
+}
+
+/// A secondary target: a Target object named by `targetName` in a deployer's configuration
+/// (custom readiness checks, exports, deletion groups), looked up in the item's namespace the
+/// way `spec.target` is (Landscaper's `GetTargetClientConsideringSecondaryTarget`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SecondaryTarget {
+    /// The Target, with a `secretRef` resolved into `spec.config`, valid for a client.
+    Resolved(Box<Target>),
+    /// The Target object exists but cannot be read (retried).
+    Unreadable(String),
+    /// The Target cannot be resolved, e.g. its Secret is missing (retried).
+    Unresolvable(String),
+    /// The resolved Target is not usable (`ValidateTarget`): a configuration problem.
+    Invalid(String),
+}
+
+/// Secondary targets by Target name.
+pub type SecondaryTargets = BTreeMap<String, SecondaryTarget>;
 
 /// The result of a reconcile that the deployer could carry out.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -89,6 +129,14 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait Deployer: Send + Sync {
     /// The deploy item type served, e.g. `landscaper.gardener.cloud/mock`.
     fn deployer_type(&self) -> &str;
+
+    /// The Targets (names in the item's namespace) besides `spec.target` that the item's
+    /// configuration refers to; the dispatcher resolves them into
+    /// [`DeployRequest::secondary_targets`].
+    fn secondary_target_names(&self, item: &DeployItem) -> Vec<String> {
+        let _ = item;
+        Vec::new()
+    }
 
     /// Applies the item's configuration to its target.
     fn reconcile<'a>(

@@ -112,10 +112,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        rt.block_on(MockDeployer.reconcile(DeployRequest {
-            item: di,
-            target: None,
-        }))
+        rt.block_on(MockDeployer.reconcile(DeployRequest::new(di, None)))
     }
 
     #[test]

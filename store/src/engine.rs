@@ -11,7 +11,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, TableHandle};
+use redb::{
+    Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+    TableHandle,
+};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
@@ -172,6 +175,8 @@ struct Shared {
     feed: broadcast::Sender<SharedChangeSet>,
     recent: Mutex<VecDeque<SharedChangeSet>>,
     options: StoreOptions,
+    /// Time from `commit` to its durable answer, as callers see it.
+    commit_latency: crate::stats::LatencyHistogram,
 }
 
 /// Handle to the object store; cheap to clone. Reads run on the caller's thread against a
@@ -223,7 +228,7 @@ impl Store {
                 path: display.clone(),
                 found: v as u32,
                 supported: FORMAT_VERSION as u32,
-                hint: "the redb file format is older than this binary's; restore from a backup made with `export` or a matching release",
+                hint: "the redb file format is older than this binary's; open it with the matching release and move the data with `backup` and `restore`, or `export`",
             },
             e => StoreError::Storage {
                 step: "opening the store file",
@@ -241,6 +246,7 @@ impl Store {
             feed,
             recent: Mutex::new(VecDeque::new()),
             options,
+            commit_latency: Default::default(),
         });
         let (requests, inbox) = mpsc::channel();
         let writer_shared = shared.clone();
@@ -269,20 +275,31 @@ impl Store {
 
     /// Commits a transaction durably and returns once it is on disk.
     pub async fn commit(&self, transaction: Transaction) -> Result<Committed, StoreError> {
+        let started = std::time::Instant::now();
         let (reply, answer) = oneshot::channel();
         self.requests
             .send(Request::Commit { transaction, reply })
             .map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)?
+        let result = answer.await.map_err(|_| StoreError::Closed)?;
+        self.shared.commit_latency.observe(started.elapsed());
+        result
+    }
+
+    /// Commit latency so far (for metrics).
+    pub fn commit_latency(&self) -> crate::stats::HistogramSnapshot {
+        self.shared.commit_latency.snapshot()
     }
 
     /// [`commit`](Self::commit) for threads outside an async runtime.
     pub fn commit_blocking(&self, transaction: Transaction) -> Result<Committed, StoreError> {
+        let started = std::time::Instant::now();
         let (reply, answer) = oneshot::channel();
         self.requests
             .send(Request::Commit { transaction, reply })
             .map_err(|_| StoreError::Closed)?;
-        answer.blocking_recv().map_err(|_| StoreError::Closed)?
+        let result = answer.blocking_recv().map_err(|_| StoreError::Closed)?;
+        self.shared.commit_latency.observe(started.elapsed());
+        result
     }
 
     /// Stops the writer after the queued transactions have committed. Later commits fail with
@@ -1380,4 +1397,534 @@ fn apply_transaction(
         }
     }
     Ok(results)
+}
+
+// --- snapshots, backups and restores ----------------------------------------------------------
+//
+// A snapshot is a fresh redb file holding a copy of every table as one read transaction sees
+// it. redb's read transactions are MVCC snapshots of one committed state (the writer never
+// changes pages a live reader can see), so the copy holds exactly the objects, indexes,
+// history and meta (format version, revision, history bounds) of one revision, however much
+// the daemon writes meanwhile. The copy is written with the same table definitions, so the
+// result is a store file that `Store::open` accepts as it is. Copying the file's bytes while
+// the daemon runs would not be consistent: the header and the allocator state change with
+// every commit.
+
+/// Every table of the store file. A snapshot refuses a file with other tables (written by a
+/// newer release), so that a backup never silently drops data.
+const ALL_TABLES: [&str; 8] = [
+    "objects",
+    "label_index",
+    "owner_index",
+    "uid_index",
+    "flow_index",
+    "history",
+    "history_by_object",
+    "meta",
+];
+
+/// Page cache of the databases snapshots read or write (redb's default is 1 GiB).
+const SNAPSHOT_CACHE_BYTES: usize = 16 * 1024 * 1024;
+
+/// What a snapshot holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotInfo {
+    /// The store format version recorded in the snapshot.
+    pub format_version: u64,
+    /// The revision (last committed transaction) the snapshot shows.
+    pub revision: u64,
+    pub objects: u64,
+    pub history_entries: u64,
+}
+
+/// The result of [`restore_file`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// The restored store, as it opened (after any format migration).
+    pub snapshot: SnapshotInfo,
+    /// The number of objects of each kind in the restored store.
+    pub counts: Vec<(Kind, u64)>,
+    /// Where the replaced store file was kept, when there was one.
+    pub previous: Option<PathBuf>,
+    /// Why the replaced store could not be opened (it is kept all the same), if it could not.
+    pub previous_unreadable: Option<String>,
+}
+
+fn copy_table<K: redb::Key + 'static, V: redb::Value + 'static>(
+    source: &redb::ReadTransaction,
+    target: &redb::WriteTransaction,
+    definition: TableDefinition<K, V>,
+) -> Result<u64, StoreError> {
+    let from = match source.open_table(definition) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
+        Err(e) => return Err(StoreError::redb("opening a table to copy")(e)),
+    };
+    let mut to = target
+        .open_table(definition)
+        .map_err(StoreError::redb("creating a table of the snapshot"))?;
+    let mut copied = 0;
+    for entry in from
+        .iter()
+        .map_err(StoreError::redb("reading a table to copy"))?
+    {
+        let (key, value) = entry.map_err(StoreError::redb("reading a table to copy"))?;
+        to.insert(key.value(), value.value())
+            .map_err(StoreError::redb("writing the snapshot"))?;
+        copied += 1;
+    }
+    Ok(copied)
+}
+
+/// Copies every table `source` sees into the empty database `target`, in one durable write
+/// transaction.
+fn copy_snapshot(
+    source: &redb::ReadTransaction,
+    target: &Database,
+) -> Result<SnapshotInfo, StoreError> {
+    for table in source
+        .list_tables()
+        .map_err(StoreError::redb("listing the tables"))?
+    {
+        if !ALL_TABLES.contains(&table.name()) {
+            return Err(StoreError::Corrupt {
+                record: format!("table {}", table.name()),
+                message: "this release does not know the table and cannot copy it (was the file written by a newer release?)".into(),
+            });
+        }
+    }
+    let format_version = read_meta(source, META_FORMAT)?.ok_or_else(|| StoreError::Corrupt {
+        record: META_FORMAT.into(),
+        message: "missing: the file is not an appliance store".into(),
+    })?;
+    let revision = read_meta(source, META_REVISION)?.unwrap_or(0);
+    let mut tx = target
+        .begin_write()
+        .map_err(StoreError::redb("starting the snapshot transaction"))?;
+    tx.set_durability(Durability::Immediate)
+        .map_err(|e| StoreError::CommitFailed {
+            message: format!("setting the durability of the snapshot: {e}"),
+        })?;
+    let objects = copy_table(source, &tx, OBJECTS)?;
+    copy_table(source, &tx, LABEL_INDEX)?;
+    copy_table(source, &tx, OWNER_INDEX)?;
+    copy_table(source, &tx, UID_INDEX)?;
+    copy_table(source, &tx, FLOW_INDEX)?;
+    let history_entries = copy_table(source, &tx, HISTORY)?;
+    copy_table(source, &tx, HISTORY_BY_OBJECT)?;
+    copy_table(source, &tx, META)?;
+    tx.commit()
+        .map_err(StoreError::redb("committing the snapshot"))?;
+    Ok(SnapshotInfo {
+        format_version,
+        revision,
+        objects,
+        history_entries,
+    })
+}
+
+/// Writes a snapshot read by `source` into `file`, which must be empty; the database is closed
+/// (and its lock released) when this returns.
+fn write_snapshot_file(
+    source: &redb::ReadTransaction,
+    file: std::fs::File,
+) -> Result<SnapshotInfo, StoreError> {
+    let backend = redb::backends::FileBackend::new(file)
+        .map_err(StoreError::redb("preparing the snapshot file"))?;
+    let target = Database::builder()
+        .set_cache_size(SNAPSHOT_CACHE_BYTES)
+        .create_with_backend(backend)
+        .map_err(StoreError::redb("creating the snapshot database"))?;
+    let info = copy_snapshot(source, &target)?;
+    target
+        .close()
+        .map_err(StoreError::redb("closing the snapshot database"))?;
+    Ok(info)
+}
+
+/// Writes a snapshot to `dest` through a private temporary file beside it (mode 0600, synced)
+/// that is renamed into place: `dest` is either absent, its old content, or complete.
+fn write_snapshot_path(
+    source: &redb::ReadTransaction,
+    dest: &Path,
+) -> Result<SnapshotInfo, StoreError> {
+    let io = |step: &'static str| move |source| StoreError::Io { step, source };
+    let partial = partial_path(dest, "partial");
+    let _ = std::fs::remove_file(&partial);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&partial)
+        .map_err(io("creating the backup file"))?;
+    let result = (|| {
+        let sync = file
+            .try_clone()
+            .map_err(io("opening the backup file for syncing"))?;
+        let info = write_snapshot_file(source, file)?;
+        sync.sync_all().map_err(io("syncing the backup file"))?;
+        std::fs::rename(&partial, dest).map_err(io("renaming the backup file into place"))?;
+        sync_parent(dest);
+        Ok(info)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    result
+}
+
+/// `dir/.name.suffix` beside `path`.
+fn partial_path(path: &Path, suffix: &str) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "store.redb".into());
+    path.with_file_name(format!(".{name}.{suffix}"))
+}
+
+/// Makes a rename in `path`'s folder durable (best effort: not every file system supports
+/// syncing a directory).
+fn sync_parent(path: &Path) {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        && let Ok(dir) = std::fs::File::open(parent)
+    {
+        let _ = dir.sync_all();
+    }
+}
+
+impl Store {
+    /// Writes a consistent snapshot of the whole store (objects, indexes, history, meta) into
+    /// `file`, which must be empty and open for reading and writing: one read transaction is
+    /// copied table by table into a new redb database in the file (see the section comment).
+    /// Writes continue meanwhile. Used by the daemon's backup endpoint.
+    pub fn write_snapshot(&self, file: std::fs::File) -> Result<SnapshotInfo, StoreError> {
+        let tx = self.read()?;
+        write_snapshot_file(&tx, file)
+    }
+
+    /// [`write_snapshot`](Self::write_snapshot) into the file `dest` (mode 0600), written
+    /// beside it and renamed into place once synced.
+    pub fn backup_to(&self, dest: &Path) -> Result<SnapshotInfo, StoreError> {
+        let tx = self.read()?;
+        write_snapshot_path(&tx, dest)
+    }
+}
+
+enum FileDatabase {
+    ReadOnly(redb::ReadOnlyDatabase),
+    /// Opened for writing because it needed the repair of an unclean shutdown.
+    Repaired(Database),
+}
+
+/// A store file opened by a tool while no daemon runs (`backup`, `export`, `doctor`): read
+/// only, never migrated. While it is open the daemon cannot open the file (it reports the
+/// store as locked), and it cannot be opened while the daemon runs ([`StoreError::Locked`]).
+pub struct StoreFile {
+    db: FileDatabase,
+    path: PathBuf,
+    format_version: u64,
+}
+
+impl std::fmt::Debug for StoreFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreFile")
+            .field("path", &self.path)
+            .field("format_version", &self.format_version)
+            .finish()
+    }
+}
+
+impl StoreFile {
+    /// Opens a store file read-only and checks its format version. A file left by a crash
+    /// (redb needs to repair it) is opened for writing and repaired first, exactly as the
+    /// daemon's start would do; nothing else is ever written.
+    pub fn open(path: &Path) -> Result<StoreFile, StoreError> {
+        StoreFile::open_with(path, true)
+    }
+
+    /// [`open`](Self::open) without the repair: a file that needs one is reported as a
+    /// [`StoreError::Storage`] error whose source is [`redb::Error::RepairAborted`].
+    pub fn open_without_repair(path: &Path) -> Result<StoreFile, StoreError> {
+        StoreFile::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, repair: bool) -> Result<StoreFile, StoreError> {
+        let display = path.display().to_string();
+        // Checked first: redb reports a missing file as a generic storage error.
+        std::fs::metadata(path).map_err(|source| StoreError::Io {
+            step: "opening the store file",
+            source,
+        })?;
+        let map_open = |e: redb::DatabaseError, step: &'static str| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Locked {
+                path: display.clone(),
+            },
+            redb::DatabaseError::UpgradeRequired(v) => StoreError::FormatVersion {
+                path: display.clone(),
+                found: v as u32,
+                supported: FORMAT_VERSION as u32,
+                hint: "the redb file format is older than this binary's; run the release that wrote it to `export` the objects, or restore a `backup` made by this release",
+            },
+            e => StoreError::Storage {
+                step,
+                source: e.into(),
+            },
+        };
+        let mut builder = Database::builder();
+        builder.set_cache_size(SNAPSHOT_CACHE_BYTES);
+        let db = match builder.open_read_only(path) {
+            Ok(db) => FileDatabase::ReadOnly(db),
+            Err(redb::DatabaseError::RepairAborted) if repair => FileDatabase::Repaired(
+                builder
+                    .open(path)
+                    .map_err(|e| map_open(e, "repairing the store file"))?,
+            ),
+            Err(redb::DatabaseError::RepairAborted) => {
+                return Err(StoreError::Storage {
+                    step: "opening the store file read-only (it was not shut down cleanly; the daemon repairs it at its next start)",
+                    source: redb::Error::RepairAborted,
+                });
+            }
+            Err(e) => return Err(map_open(e, "opening the store file read-only")),
+        };
+        let mut file = StoreFile {
+            db,
+            path: path.to_path_buf(),
+            format_version: 0,
+        };
+        let tx = file.read()?;
+        file.format_version = match read_meta(&tx, META_FORMAT)? {
+            None => {
+                return Err(StoreError::Corrupt {
+                    record: format!("{display}: {META_FORMAT}"),
+                    message: "missing: the file is not an appliance store".into(),
+                });
+            }
+            Some(v) if v == FORMAT_VERSION => v,
+            Some(v) if v < FORMAT_VERSION => {
+                return Err(StoreError::FormatVersion {
+                    path: display,
+                    found: v as u32,
+                    supported: FORMAT_VERSION as u32,
+                    hint: "the store was written by an older release; the daemon migrates it when it opens it (start it once, or `restore` the file)",
+                });
+            }
+            Some(v) => {
+                return Err(StoreError::FormatVersion {
+                    path: display,
+                    found: v as u32,
+                    supported: FORMAT_VERSION as u32,
+                    hint: "the store was written by a newer release; upgrade the appliance or restore a backup made by this release",
+                });
+            }
+        };
+        drop(tx);
+        Ok(file)
+    }
+
+    fn read(&self) -> Result<redb::ReadTransaction, StoreError> {
+        match &self.db {
+            FileDatabase::ReadOnly(db) => db.begin_read(),
+            FileDatabase::Repaired(db) => db.begin_read(),
+        }
+        .map_err(StoreError::redb("starting a read"))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn format_version(&self) -> u64 {
+        self.format_version
+    }
+
+    /// The revision, the objects and the newest history entry, read in one transaction.
+    pub fn read_all(&self) -> Result<StoreContents, StoreError> {
+        let tx = self.read()?;
+        let revision = read_meta(&tx, META_REVISION)?.unwrap_or(0);
+        let table = tx
+            .open_table(OBJECTS)
+            .map_err(StoreError::redb("opening the objects table"))?;
+        let mut objects = Vec::new();
+        for entry in table.iter().map_err(StoreError::redb("scanning objects"))? {
+            let (key, bytes) = entry.map_err(StoreError::redb("scanning objects"))?;
+            objects.push(decode(key.value(), bytes.value())?);
+        }
+        let history = tx
+            .open_table(HISTORY)
+            .map_err(StoreError::redb("opening the history"))?;
+        let newest_history = match history
+            .last()
+            .map_err(StoreError::redb("reading the history"))?
+        {
+            Some((seq, bytes)) => Some(decode_history(seq.value(), bytes.value())?),
+            None => None,
+        };
+        Ok(StoreContents {
+            revision,
+            objects,
+            newest_history,
+        })
+    }
+
+    /// Writes a consistent snapshot of the file to `dest` (mode 0600), as
+    /// [`Store::backup_to`] does for an open store.
+    pub fn backup_to(&self, dest: &Path) -> Result<SnapshotInfo, StoreError> {
+        let tx = self.read()?;
+        write_snapshot_path(&tx, dest)
+    }
+}
+
+/// Everything [`StoreFile::read_all`] read.
+#[derive(Debug, Clone)]
+pub struct StoreContents {
+    pub revision: u64,
+    /// Every object, in storage-key order (kind, namespace, name).
+    pub objects: Vec<Value>,
+    /// The newest history entry, if any (its `time` is the last time anything changed).
+    pub newest_history: Option<HistoryEntry>,
+}
+
+/// Replaces the store file `store_path` with the backup `backup`, for a daemon that is not
+/// running:
+///
+/// 1. The current store file, if any, is opened read-only and stays open until the end, so a
+///    daemon holding it fails the restore with [`StoreError::Locked`] and a daemon starting
+///    meanwhile fails to open it. A current file that cannot be opened (damaged) is replaced
+///    all the same.
+/// 2. The backup is copied beside the store (`.store.redb.restore`, mode 0600) and opened
+///    there with [`Store::open`], exactly as the daemon opens its store: the same format
+///    version check and messages (naming `backup`), the same migration of older formats; then
+///    every object is decoded.
+/// 3. The current file is kept as `<store>.before-restore` (a hard link, replacing an older
+///    one), then the checked copy is renamed over the store file: at every moment the store
+///    path holds either the old or the new store.
+pub fn restore_file(backup: &Path, store_path: &Path) -> Result<RestoreReport, StoreError> {
+    let io = |step: &'static str| move |source| StoreError::Io { step, source };
+    let backup_display = backup.display().to_string();
+    let mut previous_unreadable = None;
+    let lock = if store_path.exists() {
+        match Database::builder()
+            .set_cache_size(SNAPSHOT_CACHE_BYTES)
+            .open_read_only(store_path)
+        {
+            Ok(db) => Some(db),
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                return Err(StoreError::Locked {
+                    path: store_path.display().to_string(),
+                });
+            }
+            Err(e) => {
+                previous_unreadable = Some(e.to_string());
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let staged = partial_path(store_path, "restore");
+    let _ = std::fs::remove_file(&staged);
+    let mut input = std::fs::File::open(backup).map_err(io("opening the backup file"))?;
+    let mut output = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&staged)
+        .map_err(io("creating the staged store file"))?;
+    let checked = (|| {
+        std::io::copy(&mut input, &mut output).map_err(io("copying the backup file"))?;
+        output
+            .sync_all()
+            .map_err(io("syncing the staged store file"))?;
+        drop(output);
+        let store = Store::open(
+            &staged,
+            StoreOptions {
+                cache_bytes: SNAPSHOT_CACHE_BYTES,
+                ..StoreOptions::default()
+            },
+        )
+        .map_err(|e| match e {
+            // Name the file the user gave, not the staging copy.
+            StoreError::FormatVersion {
+                found,
+                supported,
+                hint,
+                ..
+            } => StoreError::FormatVersion {
+                path: backup_display.clone(),
+                found,
+                supported,
+                hint,
+            },
+            e => e,
+        })?;
+        let mut counts = Vec::new();
+        let mut objects = 0;
+        for kind in Kind::ALL {
+            let n = store
+                .list(kind, None, &LabelSelector::everything())?
+                .items
+                .len() as u64;
+            objects += n;
+            counts.push((kind, n));
+        }
+        let tx = store.read()?;
+        let snapshot = SnapshotInfo {
+            format_version: read_meta(&tx, META_FORMAT)?.unwrap_or(FORMAT_VERSION),
+            revision: read_meta(&tx, META_REVISION)?.unwrap_or(0),
+            objects,
+            history_entries: tx
+                .open_table(HISTORY)
+                .map_err(StoreError::redb("opening the history"))?
+                .len()
+                .map_err(StoreError::redb("counting the history"))?,
+        };
+        drop(tx);
+        store.shutdown();
+        drop(store);
+        Ok((snapshot, counts))
+    })();
+    let (snapshot, counts) = match checked {
+        Ok(checked) => checked,
+        Err(e) => {
+            let _ = std::fs::remove_file(&staged);
+            return Err(e);
+        }
+    };
+    let mut previous = None;
+    if store_path.exists() {
+        let kept = PathBuf::from(format!("{}.before-restore", store_path.display()));
+        let _ = std::fs::remove_file(&kept);
+        if let Err(e) = std::fs::hard_link(store_path, &kept) {
+            let _ = std::fs::remove_file(&staged);
+            return Err(io("keeping the current store file")(e));
+        }
+        previous = Some(kept);
+    }
+    if let Err(e) = std::fs::rename(&staged, store_path) {
+        let _ = std::fs::remove_file(&staged);
+        return Err(io("renaming the restored store into place")(e));
+    }
+    sync_parent(store_path);
+    drop(lock);
+    Ok(RestoreReport {
+        snapshot,
+        counts,
+        previous,
+        previous_unreadable,
+    })
+}
+
+/// Whether `error` is [`StoreFile::open_without_repair`]'s report of a file that needs the
+/// repair of an unclean shutdown.
+pub fn needs_repair(error: &StoreError) -> bool {
+    matches!(
+        error,
+        StoreError::Storage {
+            source: redb::Error::RepairAborted,
+            ..
+        }
+    )
 }

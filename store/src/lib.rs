@@ -13,10 +13,14 @@ mod key;
 pub mod model;
 pub mod object;
 pub mod selector;
+pub mod stats;
 
 pub use change::{Change, ChangeSet, ChangeType, HistoryEntry, SharedChangeSet};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Committed, FORMAT_VERSION, ObjectList, Store, StoreOptions, Transaction, Write};
+pub use engine::{
+    Committed, FORMAT_VERSION, ObjectList, RestoreReport, SnapshotInfo, Store, StoreContents,
+    StoreFile, StoreOptions, Transaction, Write, needs_repair, restore_file,
+};
 pub use error::StoreError;
 pub use flow::{FlowDirection, FlowKind, FlowRef};
 pub use key::ObjectKey;

@@ -249,8 +249,36 @@ mod tests {
         );
         let core = api_resource_list(GroupVersion::CORE);
         assert_eq!(core["groupVersion"], "v1");
-        assert_eq!(core["resources"][1]["name"], "namespaces");
-        assert_eq!(core["resources"][1]["namespaced"], false);
+        let core_names: Vec<&str> = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            core_names,
+            ["configmaps", "events", "namespaces", "secrets"]
+        );
+        assert_eq!(core["resources"][2]["namespaced"], false);
+        let events = &core["resources"][1];
+        assert_eq!(events["kind"], "Event");
+        assert_eq!(events["namespaced"], true);
+        assert_eq!(events["singularName"], "event");
+        assert_eq!(events["verbs"], json!(["get", "list"]));
+        assert_eq!(events["shortNames"], json!(["ev"]));
+        assert_eq!(events.get("categories"), None);
+        let aggregated = group_discovery(GroupVersion::CORE);
+        let events = aggregated["versions"][0]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resource"] == "events")
+            .unwrap();
+        assert_eq!(events["scope"], "Namespaced");
+        assert_eq!(
+            events["responseKind"],
+            json!({"group": "", "version": "v1", "kind": "Event"})
+        );
     }
 
     #[test]

@@ -5,23 +5,30 @@
 //! every stored kind, server-side table printing, and errors as `Status` objects. Writes need the
 //! bearer token ([`token`]) and are limited to what operations need ([`write`]): `PATCH` of
 //! annotations and labels, `DELETE` of objects no manifest file defines; other verbs answer
-//! 405. Secret values and inline Target kubeconfigs are always redacted (see [`objects`]).
+//! 405. Secret values and inline Target kubeconfigs are redacted unless the caller is authorised
+//! (the token, or the Unix socket; see [`objects`] and [`listen`]).
 //!
 //! Modules, one concern each:
 //! - [`discovery`]: `/api`, `/apis`, `/apis/{group}[/{version}]`, `/version`;
 //! - [`resources`]: the served resources (kind, printer columns, URL parsing);
 //! - [`objects`]: `get` and `list` handlers, secret redaction;
 //! - [`namespaces`]: the namespaces derived from the stored objects;
+//! - [`events`]: core/v1 Events derived from the history of phase transitions and errors;
+//! - [`listen`]: the Unix socket and TLS listeners, and the token guard off loopback;
+//! - [`backup`]: the consistent store snapshot behind `landscaper-appliance backup`;
 //! - [`watch`]: the watch event stream;
 //! - [`table`]: `meta.k8s.io/v1` `Table` conversion;
 //! - [`negotiate`]: query parameters (selectors, watch options) and `Accept` negotiation;
 //! - [`status`]: errors as Kubernetes `Status` objects;
-//! - [`token`]: the bearer token that authorises writes, and its file;
+//! - [`token`]: the bearer token that authorises writes and secret reads, and its file;
 //! - [`write`]: `PATCH` (annotations, labels) and `DELETE` handlers;
 //! - [`health`]: `/healthz`, `/livez`, `/readyz`.
 
+pub mod backup;
 pub mod discovery;
+pub mod events;
 pub mod health;
+pub mod listen;
 pub mod namespaces;
 pub mod negotiate;
 pub mod objects;
@@ -39,7 +46,6 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::{any, get};
 use landscaper_store::Store;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 pub use status::ApiError;
@@ -164,6 +170,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/livez", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route(backup::BACKUP_PATH, get(backup::backup))
         .route("/version", get(discovery::version))
         .route("/api", get(discovery::core_versions))
         .route("/api/v1", get(discovery::core_resources))
@@ -190,11 +197,15 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// and waits up to [`SHUTDOWN_GRACE`] for open requests to finish. Watch streams end by
 /// themselves when the [`ApiState::shutdown`] token is cancelled, so pass a future derived from
 /// that token (e.g. `token.clone().cancelled_owned()`).
-pub async fn serve(
-    listener: TcpListener,
+pub async fn serve<L>(
+    listener: L,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let shutdown = async move {
         shutdown.await;

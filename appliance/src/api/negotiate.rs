@@ -130,6 +130,9 @@ pub enum FieldOp {
 pub enum Field {
     Name,
     Namespace,
+    /// A further field label one resource supports (see [`FieldSelector::parse_with`]), as
+    /// its dotted JSON path, e.g. `involvedObject.name` of Events.
+    Path(&'static str),
 }
 
 /// A parsed `fieldSelector`: `metadata.name` and `metadata.namespace` with `=`, `==` and `!=`,
@@ -141,6 +144,13 @@ pub struct FieldSelector {
 
 impl FieldSelector {
     pub fn parse(input: &str) -> Result<Self, ApiError> {
+        Self::parse_with(input, &[])
+    }
+
+    /// [`parse`](Self::parse) that also accepts the field labels `extra` (dotted JSON paths
+    /// of string fields, e.g. `involvedObject.kind`) as [`Field::Path`]; selectors with such
+    /// terms must be matched with [`matches_object`](Self::matches_object).
+    pub fn parse_with(input: &str, extra: &[&'static str]) -> Result<Self, ApiError> {
         let mut terms = Vec::new();
         for term in split_unescaped(input, ',') {
             let term = term.trim();
@@ -161,11 +171,14 @@ impl FieldSelector {
             let field = match field.trim() {
                 "metadata.name" => Field::Name,
                 "metadata.namespace" => Field::Namespace,
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "field label not supported: {other}"
-                    )));
-                }
+                other => match extra.iter().find(|e| **e == other) {
+                    Some(path) => Field::Path(path),
+                    None => {
+                        return Err(ApiError::bad_request(format!(
+                            "field label not supported: {other}"
+                        )));
+                    }
+                },
             };
             terms.push((field, op, unescape(value.trim())));
         }
@@ -182,20 +195,32 @@ impl FieldSelector {
     }
 
     pub fn matches_object(&self, object: &Value) -> bool {
-        self.matches_fields(
-            landscaper_store::object::name(object),
-            landscaper_store::object::namespace(object),
-        )
+        self.matches(|field| match field {
+            Field::Name => landscaper_store::object::name(object),
+            Field::Namespace => landscaper_store::object::namespace(object),
+            // A missing field is the empty string, as for kube-apiserver's field sets.
+            Field::Path(path) => path
+                .split('.')
+                .try_fold(object, |v, key| v.get(key))
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        })
     }
 
+    /// Matches by name and namespace; [`Field::Path`] terms only match the empty string
+    /// here (use [`matches_object`](Self::matches_object) for them).
     pub fn matches_fields(&self, name: &str, namespace: &str) -> bool {
-        self.terms.iter().all(|(field, op, value)| {
-            let actual = match field {
-                Field::Name => name,
-                Field::Namespace => namespace,
-            };
-            (actual == value) == (*op == FieldOp::Equals)
+        self.matches(|field| match field {
+            Field::Name => name,
+            Field::Namespace => namespace,
+            Field::Path(_) => "",
         })
+    }
+
+    fn matches<'a>(&self, actual: impl Fn(Field) -> &'a str) -> bool {
+        self.terms
+            .iter()
+            .all(|(field, op, value)| (actual(*field) == value) == (*op == FieldOp::Equals))
     }
 
     /// The name an equality term pins, if any.
@@ -272,6 +297,9 @@ pub struct ReadOptions {
     pub allow_bookmarks: bool,
     pub send_initial_events: Option<bool>,
     pub include_object: IncludeObject,
+    /// Show Secret values and Target kubeconfigs: set for authorised callers (token or the
+    /// Unix socket), never from the query.
+    pub reveal_secrets: bool,
 }
 
 fn boolean(params: &HashMap<String, String>, name: &str) -> Result<Option<bool>, ApiError> {
@@ -329,6 +357,7 @@ impl ReadOptions {
             allow_bookmarks: boolean(params, "allowWatchBookmarks")?.unwrap_or(false),
             send_initial_events: boolean(params, "sendInitialEvents")?,
             include_object,
+            reveal_secrets: false,
         })
     }
 
@@ -437,6 +466,24 @@ mod tests {
             FieldSelector::parse(r"metadata.name=a\,b").unwrap().name(),
             Some("a,b")
         );
+    }
+
+    #[test]
+    fn parses_extra_field_labels_of_one_resource() {
+        let extra = ["involvedObject.name", "type"];
+        let s = FieldSelector::parse_with("involvedObject.name=a,type!=Warning", &extra).unwrap();
+        let event = serde_json::json!({"metadata": {"name": "a.1"},
+            "involvedObject": {"name": "a"}, "type": "Normal"});
+        assert!(s.matches_object(&event));
+        let warning = serde_json::json!({"involvedObject": {"name": "a"}, "type": "Warning"});
+        assert!(!s.matches_object(&warning));
+        // A missing field is the empty string.
+        let s = FieldSelector::parse_with("involvedObject.name=", &extra).unwrap();
+        assert!(s.matches_object(&serde_json::json!({})));
+        // Other resources do not know the label.
+        assert!(FieldSelector::parse("involvedObject.name=a").is_err());
+        let e = FieldSelector::parse_with("reason=x", &extra).unwrap_err();
+        assert_eq!(e.message, "field label not supported: reason");
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
@@ -26,6 +27,7 @@ use super::negotiate::{Field, FieldOp, ReadOptions, Representation};
 use super::resources::{GroupVersion, Resource, Target, group_version, parse_target};
 use super::status::ApiError;
 use super::table::{TableOptions, to_table};
+use super::token::{Caller, TrustedConnection};
 
 /// The `data` value a redacted Secret shows: base64 of [`REDACTED`].
 pub const REDACTED_BASE64: &str = "PHJlZGFjdGVkPg==";
@@ -41,16 +43,18 @@ pub async fn core_resource(
     method: Method,
     Path(rest): Path<String>,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
+    trusted: Option<Extension<TrustedConnection>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let caller = Caller::new(&headers, trusted.is_some());
     serve_resource(
         state,
         Some(GroupVersion::CORE),
         &rest,
         method,
         query,
-        headers,
+        (headers, caller),
         body,
     )
     .await
@@ -62,15 +66,17 @@ pub async fn group_resource(
     method: Method,
     Path((group, version, rest)): Path<(String, String, String)>,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
+    trusted: Option<Extension<TrustedConnection>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let caller = Caller::new(&headers, trusted.is_some());
     let gv = if group.is_empty() {
         None
     } else {
         group_version(&group, &version)
     };
-    serve_resource(state, gv, &rest, method, query, headers, body).await
+    serve_resource(state, gv, &rest, method, query, (headers, caller), body).await
 }
 
 async fn serve_resource(
@@ -79,7 +85,7 @@ async fn serve_resource(
     rest: &str,
     method: Method,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
-    headers: HeaderMap,
+    headers: (HeaderMap, Caller),
     body: Bytes,
 ) -> Response {
     dispatch(state, gv, rest, method, query, headers, body)
@@ -93,16 +99,21 @@ async fn dispatch(
     rest: &str,
     method: Method,
     query: Result<Query<HashMap<String, String>>, QueryRejection>,
-    headers: HeaderMap,
+    (headers, caller): (HeaderMap, Caller),
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let gv = gv.ok_or_else(ApiError::unknown_resource)?;
     let target = parse_target(gv, rest).ok_or_else(ApiError::unknown_resource)?;
     let Query(params) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     match method {
-        Method::GET | Method::HEAD => read(state, target, params, headers).await,
-        Method::PATCH => super::write::patch(&state, target, &params, &headers, body).await,
-        Method::DELETE => super::write::delete(&state, target, &params, &headers, body).await,
+        Method::GET | Method::HEAD => {
+            let reveal = caller.is_authorised(state.token.as_ref());
+            read(state, target, params, headers, reveal).await
+        }
+        Method::PATCH => {
+            super::write::patch(&state, target, &params, &headers, &caller, body).await
+        }
+        Method::DELETE => super::write::delete(&state, target, &params, &caller, body).await,
         other => Ok(super::write::unsupported(other.as_str(), target.resource())),
     }
 }
@@ -112,9 +123,14 @@ async fn read(
     target: Target,
     params: HashMap<String, String>,
     headers: HeaderMap,
+    reveal_secrets: bool,
 ) -> Result<Response, ApiError> {
     let resource = target.resource();
-    let mut options = ReadOptions::from_query(&params)?;
+    let mut options = match resource {
+        Resource::Events => super::events::read_options(&params)?,
+        _ => ReadOptions::from_query(&params)?,
+    };
+    options.reveal_secrets = reveal_secrets;
     let representation = super::negotiate::representation(&headers)?;
     let table = |options: &ReadOptions, version| TableOptions {
         version,
@@ -127,6 +143,12 @@ async fn read(
             "namespaces",
             "",
             "namespaces are derived from the stored objects and cannot be watched",
+        )),
+        (_, Resource::Events) if options.watch => Err(ApiError::method_not_allowed(
+            "watch",
+            "events",
+            "",
+            "events are derived from the store's history and cannot be watched",
         )),
         (Target::Collection { namespace, .. }, Resource::Kind(kind)) if options.watch => {
             super::watch::watch(&state, kind, namespace, options, representation).await
@@ -151,8 +173,14 @@ async fn read(
             resource,
         ) => {
             let object = match resource {
-                Resource::Kind(kind) => get(&state, kind, namespace, &name).await?,
+                Resource::Kind(kind) => {
+                    get(&state, kind, namespace, &name, options.reveal_secrets).await?
+                }
                 Resource::Namespaces => namespaces::get(&state.store, &name).await?,
+                Resource::Events => {
+                    let namespace = namespace.unwrap_or_default();
+                    super::events::get(&state.store, &namespace, &name).await?
+                }
             };
             Ok(match representation {
                 Representation::Object => json_response(&object),
@@ -181,6 +209,9 @@ async fn read(
                         .collect();
                     (items, revision)
                 }
+                Resource::Events => {
+                    super::events::list(&state.store, namespace.as_deref(), &options).await?
+                }
             };
             let rv = revision.to_string();
             Ok(match representation {
@@ -208,12 +239,13 @@ async fn get(
     kind: Kind,
     namespace: Option<String>,
     name: &str,
+    reveal_secrets: bool,
 ) -> Result<Value, ApiError> {
     let key = ObjectKey::new(kind, namespace.unwrap_or_default(), name);
     let store = state.store.clone();
     let found = blocking(move || store.get(&key)).await?;
     found
-        .map(|o| present(kind, o))
+        .map(|o| present_as(kind, o, reveal_secrets))
         .ok_or_else(|| ApiError::not_found(kind.plural(), kind.group(), name))
 }
 
@@ -232,7 +264,7 @@ async fn list(
         .items
         .into_iter()
         .filter(|o| options.field_selector.matches_object(o))
-        .map(|o| present(kind, o))
+        .map(|o| present_as(kind, o, options.reveal_secrets))
         .collect();
     Ok((items, listed.revision))
 }
@@ -259,7 +291,13 @@ pub fn json_response(value: &Value) -> Response {
 
 /// An object as the API shows it: `apiVersion` and `kind` set, Secrets and the inline
 /// kubeconfigs of Targets redacted.
-pub fn present(kind: Kind, mut object: Value) -> Value {
+pub fn present(kind: Kind, object: Value) -> Value {
+    present_as(kind, object, false)
+}
+
+/// [`present`], but with Secret values and kubeconfigs shown when `reveal_secrets` (for
+/// authorised callers).
+pub fn present_as(kind: Kind, mut object: Value, reveal_secrets: bool) -> Value {
     if let Some(map) = object.as_object_mut() {
         map.entry("apiVersion")
             .or_insert_with(|| Value::String(kind.api_version().to_string()));
@@ -267,6 +305,7 @@ pub fn present(kind: Kind, mut object: Value) -> Value {
             .or_insert_with(|| Value::String(kind.as_str().to_string()));
     }
     match kind {
+        _ if reveal_secrets => {}
         Kind::Secret => redact_secret(&mut object),
         Kind::Target => redact_target(&mut object),
         _ => {}

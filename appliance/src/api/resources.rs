@@ -3,11 +3,13 @@
 use landscaper_store::Kind;
 use landscaper_store::model::kind::{APPLIANCE_GROUP, LANDSCAPER_GROUP, V1ALPHA1};
 
-/// A served resource: a stored kind, or the namespaces derived from the stored objects.
+/// A served resource: a stored kind, the namespaces derived from the stored objects, or the
+/// core/v1 Events derived from the store's history (see [`super::events`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resource {
     Kind(Kind),
     Namespaces,
+    Events,
 }
 
 /// A served API group and its single version.
@@ -42,6 +44,7 @@ impl GroupVersion {
             .collect();
         if self == GroupVersion::CORE {
             resources.push(Resource::Namespaces);
+            resources.push(Resource::Events);
         }
         resources.sort_by_key(|r| r.plural());
         resources
@@ -75,6 +78,7 @@ impl Resource {
         match self {
             Resource::Kind(k) => k.plural(),
             Resource::Namespaces => "namespaces",
+            Resource::Events => "events",
         }
     }
 
@@ -82,6 +86,7 @@ impl Resource {
         match self {
             Resource::Kind(k) => k.singular(),
             Resource::Namespaces => "namespace",
+            Resource::Events => "event",
         }
     }
 
@@ -89,13 +94,14 @@ impl Resource {
         match self {
             Resource::Kind(k) => k.as_str(),
             Resource::Namespaces => "Namespace",
+            Resource::Events => "Event",
         }
     }
 
     pub fn group(self) -> &'static str {
         match self {
             Resource::Kind(k) => k.group(),
-            Resource::Namespaces => "",
+            Resource::Namespaces | Resource::Events => "",
         }
     }
 
@@ -104,7 +110,7 @@ impl Resource {
             Resource::Kind(k) => {
                 group_version(k.group(), k.version()).unwrap_or(GroupVersion::CORE)
             }
-            Resource::Namespaces => GroupVersion::CORE,
+            Resource::Namespaces | Resource::Events => GroupVersion::CORE,
         }
     }
 
@@ -112,6 +118,7 @@ impl Resource {
         match self {
             Resource::Kind(k) => k.namespaced(),
             Resource::Namespaces => false,
+            Resource::Events => true,
         }
     }
 
@@ -119,6 +126,7 @@ impl Resource {
         match self {
             Resource::Kind(k) => k.short_names(),
             Resource::Namespaces => &["ns"],
+            Resource::Events => &["ev"],
         }
     }
 
@@ -135,7 +143,7 @@ impl Resource {
     pub fn verbs(self) -> &'static [&'static str] {
         match self {
             Resource::Kind(_) => &["delete", "get", "list", "patch", "watch"],
-            Resource::Namespaces => &["get", "list"],
+            Resource::Namespaces | Resource::Events => &["get", "list"],
         }
     }
 
@@ -320,6 +328,24 @@ mod tests {
                 status: false
             })
         );
+        assert_eq!(
+            parse_target(core, "events"),
+            Some(Target::Collection {
+                resource: Resource::Events,
+                namespace: None
+            })
+        );
+        assert_eq!(
+            parse_target(core, "namespaces/e2e/events/a.0000000000000007"),
+            Some(Target::Object {
+                resource: Resource::Events,
+                namespace: Some("e2e".into()),
+                name: "a.0000000000000007".into(),
+                status: false
+            })
+        );
+        assert_eq!(parse_target(core, "events/a.0000000000000007"), None);
+        assert_eq!(parse_target(core, "namespaces/e2e/events/a/status"), None);
         assert_eq!(parse_target(core, "pods"), None);
         assert_eq!(parse_target(core, "namespaces/default/pods"), None);
     }

@@ -230,6 +230,125 @@ const MANIFEST_FILE: &[Column] = &[
     },
 ];
 
+/// kube-apiserver's printer for Events (`printEvent`), which answers as with `-o wide`: the
+/// columns of priority 1 are only shown by `kubectl get events -o wide`.
+const EVENT: &[Column] = &[
+    Column {
+        name: "Last Seen",
+        kind: "string",
+        format: "",
+        description: "The time at which the most recent occurrence of this event was recorded.",
+        priority: 0,
+        cell: |o, now| event_age(o, "lastTimestamp", now),
+    },
+    Column {
+        name: "Type",
+        kind: "string",
+        format: "",
+        description: "Type of this event (Normal, Warning), new types could be added in the future",
+        priority: 0,
+        cell: |o, _| plain_string(o, &["type"]),
+    },
+    Column {
+        name: "Reason",
+        kind: "string",
+        format: "",
+        description: "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
+        priority: 0,
+        cell: |o, _| plain_string(o, &["reason"]),
+    },
+    Column {
+        name: "Object",
+        kind: "string",
+        format: "",
+        description: "The object that this event is about.",
+        priority: 0,
+        cell: |o, _| {
+            let kind = at(o, &["involvedObject", "kind"])
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_lowercase();
+            Value::String(
+                match at(o, &["involvedObject", "name"]).and_then(Value::as_str) {
+                    Some(name) if !name.is_empty() => format!("{kind}/{name}"),
+                    _ => kind,
+                },
+            )
+        },
+    },
+    Column {
+        name: "Subobject",
+        kind: "string",
+        format: "",
+        description: "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2].",
+        priority: 1,
+        cell: |o, _| plain_string(o, &["involvedObject", "fieldPath"]),
+    },
+    Column {
+        name: "Source",
+        kind: "string",
+        format: "",
+        description: "The component reporting this event. Should be a short machine understandable string.",
+        priority: 1,
+        cell: |o, _| {
+            let first = |a: &[&str], b: &[&str]| -> String {
+                [a, b]
+                    .iter()
+                    .filter_map(|p| at(o, p).and_then(Value::as_str))
+                    .find(|s| !s.is_empty())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let component = first(&["source", "component"], &["reportingComponent"]);
+            let instance = first(&["source", "host"], &["reportingInstance"]);
+            Value::String(if instance.is_empty() {
+                component
+            } else {
+                format!("{component}, {instance}")
+            })
+        },
+    },
+    Column {
+        name: "Message",
+        kind: "string",
+        format: "",
+        description: "A human-readable description of the status of this operation.",
+        priority: 0,
+        cell: |o, _| {
+            Value::String(
+                o.get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
+            )
+        },
+    },
+    Column {
+        name: "First Seen",
+        kind: "string",
+        format: "",
+        description: "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
+        priority: 1,
+        cell: |o, now| event_age(o, "firstTimestamp", now),
+    },
+    Column {
+        name: "Count",
+        kind: "string",
+        format: "",
+        description: "The number of times this event has occurred.",
+        priority: 1,
+        cell: |o, _| match o.get("count").and_then(Value::as_i64) {
+            Some(c) if c > 0 => Value::from(c),
+            _ => Value::from(1),
+        },
+    },
+    Column {
+        priority: 1,
+        ..NAME
+    },
+];
+
 /// The printer columns of a resource.
 pub fn columns(resource: Resource) -> &'static [Column] {
     match resource {
@@ -245,6 +364,7 @@ pub fn columns(resource: Resource) -> &'static [Column] {
             Kind::ManifestFile => MANIFEST_FILE,
         },
         Resource::Namespaces => NAMESPACE,
+        Resource::Events => EVENT,
     }
 }
 
@@ -260,6 +380,33 @@ fn string_at(object: &Value, path: &[&str]) -> Value {
         Some(Value::String(s)) => Value::String(s.clone()),
         Some(other) => Value::String(other.to_string()),
     }
+}
+
+/// A string field as kube-apiserver's built-in printers show it: missing is the empty string.
+fn plain_string(object: &Value, path: &[&str]) -> Value {
+    Value::String(
+        at(object, path)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+    )
+}
+
+/// An event's age by one of its timestamps (`translateTimestampSince`); `lastTimestamp` falls
+/// back to `firstTimestamp` and that to `eventTime`, as in kube-apiserver's `printEvent`.
+fn event_age(object: &Value, field: &str, now: Timestamp) -> Value {
+    let fields: &[&str] = match field {
+        "lastTimestamp" => &["lastTimestamp", "firstTimestamp", "eventTime"],
+        _ => &["firstTimestamp", "eventTime"],
+    };
+    let time = fields
+        .iter()
+        .filter_map(|f| object.get(*f).and_then(Value::as_str))
+        .find_map(|t| t.parse::<Timestamp>().ok());
+    Value::String(match time {
+        Some(t) => human_duration(now.as_second() - t.as_second()),
+        None => "<unknown>".to_string(),
+    })
 }
 
 fn label(object: &Value, key: &str) -> Value {
@@ -473,6 +620,76 @@ mod tests {
         ] {
             assert_eq!(human_duration(seconds), text, "{seconds}s");
         }
+    }
+
+    #[test]
+    fn event_rows_follow_kube_apiserver() {
+        let event = json!({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": "a.0000000000000008", "namespace": "e2e", "resourceVersion": "8"},
+            "involvedObject": {"kind": "Installation", "name": "a", "namespace": "e2e"},
+            "reason": "Succeeded", "type": "Normal",
+            "message": "phase Progressing -> Succeeded\n",
+            "source": {"component": "landscaper-appliance"},
+            "firstTimestamp": "2020-01-01T00:00:00Z",
+            "lastTimestamp": "2020-01-02T00:00:00Z",
+            "count": 2,
+        });
+        let options = TableOptions {
+            version: "v1",
+            include_object: IncludeObject::Metadata,
+            no_headers: false,
+        };
+        let table = to_table(Resource::Events, &[event], "9", &options);
+        let columns: Vec<(&str, i64)> = table["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["name"].as_str().unwrap(), c["priority"].as_i64().unwrap()))
+            .collect();
+        assert_eq!(
+            columns,
+            [
+                ("Last Seen", 0),
+                ("Type", 0),
+                ("Reason", 0),
+                ("Object", 0),
+                ("Subobject", 1),
+                ("Source", 1),
+                ("Message", 0),
+                ("First Seen", 1),
+                ("Count", 1),
+                ("Name", 1),
+            ]
+        );
+        let cells = table["rows"][0]["cells"].as_array().unwrap();
+        assert!(cells[0].as_str().unwrap().contains('y'), "{}", cells[0]);
+        assert!(cells[7].as_str().unwrap().contains('y'), "{}", cells[7]);
+        assert_eq!(
+            cells[1..7],
+            json!([
+                "Normal",
+                "Succeeded",
+                "installation/a",
+                "",
+                "landscaper-appliance",
+                "phase Progressing -> Succeeded"
+            ])
+            .as_array()
+            .unwrap()[..]
+        );
+        assert_eq!(cells[8], 2);
+        assert_eq!(cells[9], "a.0000000000000008");
+        let bare = to_table(
+            Resource::Events,
+            &[json!({"metadata": {"name": "x"}})],
+            "",
+            &options,
+        );
+        assert_eq!(
+            bare["rows"][0]["cells"],
+            json!(["<unknown>", "", "", "", "", "", "", "<unknown>", 1, "x"])
+        );
     }
 
     #[test]

@@ -213,3 +213,32 @@ mod tests {
         assert_eq!(presented_by("Digest xyz"), None);
     }
 }
+
+/// Marks requests that came over the daemon's Unix socket, which file permissions already
+/// restrict to root and the service user: they are authorised without a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrustedConnection;
+
+/// Who sent a request, as far as authorisation cares.
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// Came over the Unix socket.
+    pub trusted: bool,
+    /// The token the request presented, if any (never logged).
+    pub token: Option<String>,
+}
+
+impl Caller {
+    pub fn new(headers: &HeaderMap, trusted: bool) -> Caller {
+        Caller {
+            trusted,
+            token: presented(headers),
+        }
+    }
+
+    /// Whether the caller may write and read secrets: over the socket, or with the token.
+    pub fn is_authorised(&self, token: Option<&ApiToken>) -> bool {
+        self.trusted
+            || matches!((token, &self.token), (Some(t), Some(candidate)) if t.matches(candidate))
+    }
+}

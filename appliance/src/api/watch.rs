@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ApiState;
 use super::negotiate::{FieldSelector, ReadOptions, Representation, WatchStart};
-use super::objects::{blocking, present};
+use super::objects::{blocking, present_as};
 use super::resources::Resource;
 use super::status::ApiError;
 use super::table::{TableOptions, to_table};
@@ -126,6 +126,7 @@ enum Event {
 struct Encoder {
     kind: Kind,
     table: Option<TableOptions>,
+    reveal_secrets: bool,
 }
 
 impl Encoder {
@@ -145,7 +146,7 @@ impl Encoder {
     }
 
     fn object(&mut self, object: Value) -> Value {
-        let object = present(self.kind, object);
+        let object = present_as(self.kind, object, self.reveal_secrets);
         match self.table.as_mut() {
             None => object,
             Some(options) => {
@@ -414,7 +415,11 @@ pub async fn watch(
         pending: VecDeque::new(),
         last,
         tracking,
-        encoder: Encoder { kind, table },
+        encoder: Encoder {
+            kind,
+            table,
+            reveal_secrets: options.reveal_secrets,
+        },
         bookmarks,
         deadline: timeout.map(|t| Box::pin(tokio::time::sleep(t))),
         shutdown: state.shutdown.clone(),

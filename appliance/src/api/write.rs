@@ -23,10 +23,10 @@ use landscaper_store::{Kind, LabelSelector, ObjectKey, StoreError, Transaction, 
 use serde_json::{Map, Value};
 
 use super::ApiState;
-use super::objects::{blocking, json_response, present};
+use super::objects::{blocking, json_response, present_as};
 use super::resources::{Resource, Target};
 use super::status::ApiError;
-use super::token::presented;
+use super::token::Caller;
 
 /// How often a write is tried when the object changed between read and write.
 const ATTEMPTS: usize = 5;
@@ -38,14 +38,17 @@ const WRITES_ALLOWED: &str = "the API only PATCHes metadata.annotations and meta
     and DELETEs objects (create and change objects through the manifests folder)";
 
 /// Refuses a write without the right bearer token (401).
-pub fn authorize(state: &ApiState, headers: &HeaderMap) -> Result<(), ApiError> {
+pub fn authorize(state: &ApiState, caller: &Caller) -> Result<(), ApiError> {
+    if caller.is_authorised(state.token.as_ref()) {
+        return Ok(());
+    }
     let Some(token) = &state.token else {
         return Err(ApiError::unauthorized(
             "Unauthorized: this server accepts no writes (it has no API token)",
         ));
     };
-    match presented(headers) {
-        Some(candidate) if token.matches(&candidate) => Ok(()),
+    match &caller.token {
+        Some(candidate) if token.matches(candidate) => Ok(()),
         Some(_) => Err(ApiError::unauthorized(
             "Unauthorized: the bearer token is not valid (it is in the api-token file of the data folder)",
         )),
@@ -65,6 +68,7 @@ fn object_key(verb: &str, target: Target) -> Result<ObjectKey, ApiError> {
         (_, Resource::Namespaces) => Err(not_allowed(
             "namespaces are derived from the stored objects",
         )),
+        (_, Resource::Events) => Err(not_allowed("events are derived from the store's history")),
         (Target::Collection { .. }, _) => Err(not_allowed(
             "collections cannot be changed at once; address one object",
         )),
@@ -128,9 +132,10 @@ pub async fn patch(
     target: Target,
     params: &HashMap<String, String>,
     headers: &HeaderMap,
+    caller: &Caller,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    authorize(state, headers)?;
+    authorize(state, caller)?;
     let key = object_key("PATCH", target)?;
     check_patch_type(headers)?;
     let dry_run = dry_run(params)?;
@@ -169,7 +174,7 @@ pub async fn patch(
     if !dry_run {
         tracing::info!(object = %what, "object patched through the API");
     }
-    Ok(json_response(&present(kind, patched)))
+    Ok(json_response(&present_as(kind, patched, true)))
 }
 
 /// `DELETE` of one object (see the module documentation).
@@ -177,10 +182,10 @@ pub async fn delete(
     state: &ApiState,
     target: Target,
     params: &HashMap<String, String>,
-    headers: &HeaderMap,
+    caller: &Caller,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    authorize(state, headers)?;
+    authorize(state, caller)?;
     let key = object_key("DELETE", target)?;
     let dry_run = dry_run(params)?;
     let preconditions = Preconditions::from_body(&body)?;
@@ -237,7 +242,7 @@ pub async fn delete(
     if !dry_run {
         tracing::info!(object = %what, removed = gone, "object deleted through the API");
     }
-    let mut response = json_response(&present(kind, object));
+    let mut response = json_response(&present_as(kind, object, true));
     if !gone {
         // Like kube-apiserver: 202 while finalizers keep the object.
         *response.status_mut() = StatusCode::ACCEPTED;
@@ -813,6 +818,26 @@ mod tests {
         stream.read_to_string(&mut answer).unwrap();
         let code = answer[9..12].parse().unwrap();
         (code, answer)
+    }
+
+    #[test]
+    fn events_are_read_only() {
+        for (verb, status) in [("PATCH", false), ("DELETE", false), ("DELETE", true)] {
+            let object = Target::Object {
+                resource: Resource::Events,
+                namespace: Some("e2e".into()),
+                name: "a.0000000000000007".into(),
+                status,
+            };
+            let e = object_key(verb, object).unwrap_err();
+            assert_eq!(e.code.as_u16(), 405, "{verb}");
+            assert!(e.message.contains("events are derived"), "{}", e.message);
+        }
+        let all = Target::Collection {
+            resource: Resource::Events,
+            namespace: None,
+        };
+        assert_eq!(object_key("DELETE", all).unwrap_err().code.as_u16(), 405);
     }
 
     #[tokio::test(flavor = "multi_thread")]

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use landscaper_store::ObjectKey;
+use landscaper_store::stats::{HistogramSnapshot, LatencyHistogram};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -24,12 +25,16 @@ struct State {
     due: HashMap<ObjectKey, Instant>,
     sequence: u64,
     closed: bool,
+    /// When each ready key became ready, for the wait-time metric.
+    ready_since: HashMap<ObjectKey, Instant>,
 }
 
 #[derive(Default)]
 pub struct WorkQueue {
     state: Mutex<State>,
     wake: Notify,
+    /// How long keys waited between becoming ready and a worker taking them.
+    wait: LatencyHistogram,
 }
 
 impl WorkQueue {
@@ -54,6 +59,7 @@ impl WorkQueue {
         if s.active.contains(&key) {
             s.dirty.insert(key);
         } else if s.queued.insert(key.clone()) {
+            s.ready_since.insert(key.clone(), Instant::now());
             s.ready.push_back(key);
         }
     }
@@ -103,6 +109,9 @@ impl WorkQueue {
                 }
                 if let Some(key) = s.ready.pop_front() {
                     s.queued.remove(&key);
+                    if let Some(since) = s.ready_since.remove(&key) {
+                        self.wait.observe(since.elapsed());
+                    }
                     s.active.insert(key.clone());
                     // Another worker may take the next key.
                     if !s.ready.is_empty() {
@@ -133,6 +142,7 @@ impl WorkQueue {
         let mut s = self.lock();
         s.active.remove(key);
         if s.dirty.remove(key) && s.queued.insert(key.clone()) {
+            s.ready_since.insert(key.clone(), Instant::now());
             s.ready.push_back(key.clone());
             drop(s);
             self.wake.notify_one();
@@ -152,6 +162,16 @@ impl WorkQueue {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Keys waiting for their delay to pass (requeues, retries).
+    pub fn delayed_len(&self) -> usize {
+        self.lock().due.len()
+    }
+
+    /// How long keys waited for a worker so far.
+    pub fn wait_times(&self) -> HistogramSnapshot {
+        self.wait.snapshot()
     }
 }
 

@@ -4,6 +4,7 @@
 //! has objects and reports whether anything remains, and the caller asks again later.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -13,16 +14,16 @@ use super::config::{
     ManifestPolicy, PredefinedResourceGroup, ResourceType, validate_deletion_group,
 };
 use super::status::ManagedResourceStatus;
+use super::targets::{SecondaryTargetError, TargetClients};
 use crate::kubernetes::{ClusterClient, ClusterError, Deletion, ObjectRef};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeleteError {
     #[error("invalid deletion group: {0}")]
     InvalidGroup(String),
-    #[error(
-        "deletion group {0}: targetName (a secondary target) is not supported by the appliance"
-    )]
-    SecondaryTarget(String),
+    /// A custom group's secondary target (`targetName`) has no client.
+    #[error("{0}")]
+    SecondaryTarget(#[from] SecondaryTargetError),
     #[error("{0}")]
     Cluster(#[from] ClusterError),
 }
@@ -90,14 +91,14 @@ fn check_group(group: &DeletionGroupDefinition) -> Result<(), DeleteError> {
         )));
     }
     if let Some(custom) = &group.custom_resource_group
-        && let Some(target) = &custom.target_name
+        && custom.target_name.is_some()
+        && !custom.delete_all_resources
     {
-        if !custom.delete_all_resources {
-            return Err(DeleteError::InvalidGroup(
-                "customResourceGroup.DeleteAllResources must be true if TargetName is set".into(),
-            ));
-        }
-        return Err(DeleteError::SecondaryTarget(target.clone()));
+        // Objects in another cluster were not deployed by this item: only "delete all" makes
+        // sense there.
+        return Err(DeleteError::InvalidGroup(
+            "customResourceGroup.DeleteAllResources must be true if TargetName is set".into(),
+        ));
     }
     Ok(())
 }
@@ -265,9 +266,12 @@ async fn delete_one(client: &dyn ClusterClient, object: &ObjectRef, force: bool)
 }
 
 /// One deletion pass: deletes the objects of the first group that still has any. Returns the
-/// objects that still exist (empty: everything is gone).
+/// objects that still exist (empty: everything is gone). Managed resources are deleted through
+/// the primary target; a custom group with `targetName` deletes all matching objects in that
+/// secondary target's cluster. As Landscaper builds all groups before deleting, every group is
+/// checked and every secondary target's client obtained first.
 pub async fn delete_pass(
-    client: &dyn ClusterClient,
+    clients: &mut TargetClients<'_>,
     resources: &[ManagedResourceStatus],
     definitions: &[DeletionGroupDefinition],
 ) -> Result<Vec<ObjectRef>, DeleteError> {
@@ -281,11 +285,18 @@ pub async fn delete_pass(
     } else {
         definitions
     };
+    let mut group_clients: Vec<Arc<dyn ClusterClient>> = Vec::with_capacity(groups.len());
     for group in groups {
         check_group(group)?;
+        let target_name = group
+            .custom_resource_group
+            .as_ref()
+            .and_then(|c| c.target_name.as_deref());
+        group_clients.push(clients.client(target_name).await?);
     }
     let assigned = assign_groups(groups, resources);
-    for (group, managed) in groups.iter().zip(assigned) {
+    for ((group, managed), client) in groups.iter().zip(assigned).zip(group_clients) {
+        let client = client.as_ref();
         let (objects, force) = match (
             &group.predefined_resource_group,
             &group.custom_resource_group,

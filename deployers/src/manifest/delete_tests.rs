@@ -1,6 +1,13 @@
+use std::sync::Arc;
+
+use serde_json::json;
+
 use super::*;
+use crate::SecondaryTargets;
+use crate::kubernetes::FakeCluster;
 use crate::manifest::config::CustomResourceGroup;
 use crate::manifest::status::ObjectReference;
+use crate::manifest::targets::tests::{FakeFactory, resolved};
 
 fn managed(api_version: &str, kind: &str, namespace: &str, name: &str) -> ManagedResourceStatus {
     ManagedResourceStatus {
@@ -65,21 +72,37 @@ fn custom_groups_match_types_names_and_namespaces() {
     assert!(!group_matches(&empty, &managed("v1", "Secret", "x", "a")));
 }
 
-#[test]
-fn delete_all_resources_and_force_delete() {
-    use crate::kubernetes::FakeCluster;
-    use serde_json::json;
-    let rt = tokio::runtime::Builder::new_current_thread()
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
         .build()
-        .unwrap();
-    let cluster = FakeCluster::new();
-    cluster.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n1"}}));
-    cluster.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n2"}}));
-    for (ns, name) in [("n1", "a"), ("n2", "b")] {
-        cluster.insert(json!({"apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": name, "namespace": ns, "finalizers": ["hold"]}}));
-    }
-    let groups = vec![DeletionGroupDefinition {
+        .unwrap()
+        .block_on(f)
+}
+
+/// `delete_pass` with `cluster` as the primary target and `second` as the secondary target
+/// `other`.
+fn pass(
+    cluster: &Arc<FakeCluster>,
+    second: Option<&Arc<FakeCluster>>,
+    resources: &[ManagedResourceStatus],
+    groups: &[DeletionGroupDefinition],
+) -> Result<Vec<ObjectRef>, DeleteError> {
+    let factory = FakeFactory {
+        clusters: second
+            .map(|c| ("second".to_string(), c.clone()))
+            .into_iter()
+            .collect(),
+    };
+    let targets: SecondaryTargets = second
+        .map(|_| ("other".to_string(), resolved("other", "second")))
+        .into_iter()
+        .collect();
+    let mut clients = TargetClients::new(cluster.clone(), &factory, &targets);
+    block_on(delete_pass(&mut clients, resources, groups))
+}
+
+fn secrets_group(target_name: Option<&str>) -> DeletionGroupDefinition {
+    DeletionGroupDefinition {
         custom_resource_group: Some(CustomResourceGroup {
             resources: vec![ResourceType {
                 api_version: "v1".into(),
@@ -88,38 +111,131 @@ fn delete_all_resources_and_force_delete() {
             }],
             force_delete: true,
             delete_all_resources: true,
-            target_name: None,
+            target_name: target_name.map(str::to_string),
         }),
         ..Default::default()
-    }];
+    }
+}
+
+fn insert_secrets(cluster: &FakeCluster) {
+    cluster.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n1"}}));
+    cluster.insert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n2"}}));
+    for (ns, name) in [("n1", "a"), ("n2", "b")] {
+        cluster.insert(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": ns, "finalizers": ["hold"]}}));
+    }
+}
+
+fn secrets(cluster: &FakeCluster) -> usize {
+    cluster
+        .objects()
+        .iter()
+        .filter(|o| o["kind"] == "Secret")
+        .count()
+}
+
+#[test]
+fn delete_all_resources_and_force_delete() {
+    let cluster = Arc::new(FakeCluster::new());
+    insert_secrets(&cluster);
+    let groups = vec![secrets_group(None)];
     // Something must be managed for a pass to run at all.
     let resources = vec![managed("v1", "ConfigMap", "n1", "unmatched")];
-    let remaining = rt
-        .block_on(delete_pass(&cluster, &resources, &groups))
-        .unwrap();
+    let remaining = pass(&cluster, None, &resources, &groups).unwrap();
     assert_eq!(remaining, Vec::<ObjectRef>::new());
-    assert!(cluster.objects().iter().all(|o| o["kind"] != "Secret"));
+    assert_eq!(secrets(&cluster), 0);
+}
 
-    let mut secondary = groups.clone();
-    secondary[0]
-        .custom_resource_group
-        .as_mut()
-        .unwrap()
-        .target_name = Some("other".into());
-    let err = rt
-        .block_on(delete_pass(&cluster, &resources, &secondary))
-        .unwrap_err();
+#[test]
+fn a_group_with_a_target_name_deletes_all_matching_objects_in_the_secondary_cluster() {
+    let cluster = Arc::new(FakeCluster::new());
+    let second = Arc::new(FakeCluster::new());
+    insert_secrets(&cluster);
+    insert_secrets(&second);
+    cluster.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "managed", "namespace": "n1"}}));
+    let groups = vec![
+        secrets_group(Some("other")),
+        DeletionGroupDefinition {
+            predefined_resource_group: Some(PredefinedResourceGroup {
+                r#type: GROUP_NAMESPACED.into(),
+                // The primary Secrets carry a finalizer as well.
+                force_delete: true,
+            }),
+            ..Default::default()
+        },
+    ];
+    let resources = vec![
+        // A managed Secret is not taken by the secondary group: it is in the primary cluster.
+        managed("v1", "Secret", "n1", "a"),
+        managed("v1", "ConfigMap", "n1", "managed"),
+    ];
+    assert!(!group_matches(&groups[0], &resources[0]));
+    let remaining = pass(&cluster, Some(&second), &resources, &groups).unwrap();
+    assert_eq!(remaining, Vec::<ObjectRef>::new());
+    assert_eq!(
+        secrets(&second),
+        0,
+        "all secrets of the secondary cluster go"
+    );
+    // The primary cluster lost only its managed objects.
+    assert!(
+        cluster
+            .object(&ObjectRef::new("v1", "ConfigMap", "n1", "managed"))
+            .is_none()
+    );
+    assert!(
+        cluster
+            .object(&ObjectRef::new("v1", "Secret", "n1", "a"))
+            .is_none()
+    );
+    assert!(
+        cluster
+            .object(&ObjectRef::new("v1", "Secret", "n2", "b"))
+            .is_some()
+    );
+}
+
+#[test]
+fn a_missing_secondary_target_stops_the_deletion_before_anything_is_deleted() {
+    let cluster = Arc::new(FakeCluster::new());
+    insert_secrets(&cluster);
+    let groups = vec![
+        DeletionGroupDefinition {
+            predefined_resource_group: Some(PredefinedResourceGroup {
+                r#type: GROUP_NAMESPACED.into(),
+                force_delete: false,
+            }),
+            ..Default::default()
+        },
+        secrets_group(Some("other")),
+    ];
+    let resources = vec![managed("v1", "Secret", "n1", "a")];
+    let err = pass(&cluster, None, &resources, &groups).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unable to read secondary target other: targets.landscaper.gardener.cloud \"other\" not found"
+    );
     assert!(matches!(err, DeleteError::SecondaryTarget(_)));
-    secondary[0]
+    assert_eq!(secrets(&cluster), 2);
+}
+
+#[test]
+fn a_target_name_requires_delete_all_resources() {
+    let cluster = Arc::new(FakeCluster::new());
+    let second = Arc::new(FakeCluster::new());
+    insert_secrets(&second);
+    let mut group = secrets_group(Some("other"));
+    group
         .custom_resource_group
         .as_mut()
         .unwrap()
         .delete_all_resources = false;
-    let err = rt
-        .block_on(delete_pass(&cluster, &resources, &secondary))
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("DeleteAllResources must be true"),
-        "{err}"
+    let resources = vec![managed("v1", "ConfigMap", "n1", "unmatched")];
+    let err = pass(&cluster, Some(&second), &resources, &[group]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid deletion group: customResourceGroup.DeleteAllResources must be true if TargetName is set"
     );
+    assert_eq!(secrets(&second), 2);
 }

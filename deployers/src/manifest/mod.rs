@@ -22,6 +22,7 @@ pub mod exports;
 pub mod jsonpath;
 pub mod readiness;
 pub mod status;
+pub mod targets;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -36,6 +37,7 @@ use self::config::{ConfigError, ProviderConfiguration};
 use self::delete::DeleteError;
 use self::exports::ExportError;
 use self::status::{ManagedResourceStatus, ProviderStatus};
+use self::targets::TargetClients;
 use crate::kubernetes::kubeconfig::kubeconfig_text;
 use crate::kubernetes::{ClusterClient, ClusterError, KubeClusterClient};
 use crate::{BoxFuture, DeleteResult, DeployRequest, Deployer, DeployerError, ReconcileResult};
@@ -220,9 +222,14 @@ impl ManifestDeployer {
         let item = request.item;
         let config = parse_config(item, false)?;
         let previous = previous_status(item)?.unwrap_or_else(|| ProviderStatus::new(Vec::new()));
-        let client = self.clients.client(request.target).await?;
-        let client = client.as_ref();
+        let primary = self.clients.client(request.target).await?;
+        let client = primary.as_ref();
         client.invalidate_discovery();
+        let mut clients = TargetClients::new(
+            primary.clone(),
+            self.clients.as_ref(),
+            request.secondary_targets,
+        );
         let deploy_item = item.metadata.name();
 
         let manifests = apply::expand(&config.manifests)
@@ -268,10 +275,13 @@ impl ManifestDeployer {
         let deletable = delete::prepare_deletion(client, &orphans, deploy_item)
             .await
             .map_err(|e| cluster_error("ApplyObjects", "cleanupOrphanedResourcesInGroups", &e))?;
-        let remaining =
-            delete::delete_pass(client, &deletable, &config.deletion_groups_during_update)
-                .await
-                .map_err(|e| delete_error("ApplyObjects", "cleanupOrphanedResourcesInGroups", e))?;
+        let remaining = delete::delete_pass(
+            &mut clients,
+            &deletable,
+            &config.deletion_groups_during_update,
+        )
+        .await
+        .map_err(|e| delete_error("ApplyObjects", "cleanupOrphanedResourcesInGroups", e))?;
         let status = ProviderStatus::new(applied.managed.clone());
         if !remaining.is_empty() {
             let mut managed = applied.managed.clone();
@@ -318,17 +328,23 @@ impl ManifestDeployer {
             if check.disabled {
                 continue;
             }
-            if let Some(target) = &check.target_name {
-                return Err(DeployerError::new(
-                    "CustomCheckResourcesReadinessManifest",
-                    "SecondaryTarget",
-                    format!(
-                        "readiness check {:?}: targetName {target:?} (a secondary target) is not supported by the appliance",
-                        check.name
-                    ),
-                ));
-            }
-            if let Some(not_ready) = readiness::custom_readiness(client, check).await {
+            let check_client = match clients.client(check.target_name.as_deref()).await {
+                Ok(c) => c,
+                Err(e) => {
+                    let message = format!("readiness check {:?}: {e}", check.name);
+                    return waiting(
+                        item,
+                        &status,
+                        e.deployer_error(
+                            "CustomCheckResourcesReadinessManifest",
+                            "SecondaryTarget",
+                            message,
+                        ),
+                    );
+                }
+            };
+            if let Some(not_ready) = readiness::custom_readiness(check_client.as_ref(), check).await
+            {
                 return waiting(
                     item,
                     &status,
@@ -343,14 +359,15 @@ impl ManifestDeployer {
 
         let export = match &config.exports {
             None => None,
-            Some(exports) => match exports::collect_exports(client, exports).await {
+            Some(exports) => match exports::collect_exports(&mut clients, exports).await {
                 Ok(values) => Some(Value::Object(values)),
-                Err(e @ ExportError::SecondaryTarget { .. }) => {
-                    return Err(DeployerError::new(
-                        RECONCILE_OPERATION,
-                        "ReadExportValues",
-                        e.to_string(),
-                    ));
+                Err(ExportError::SecondaryTarget { key, error }) => {
+                    let message = format!("export {key}: {error}");
+                    return waiting(
+                        item,
+                        &status,
+                        error.deployer_error(RECONCILE_OPERATION, "ReadExportValues", message),
+                    );
                 }
                 Err(e) => {
                     return waiting(
@@ -380,14 +397,19 @@ impl ManifestDeployer {
         else {
             return Ok(DeleteResult::Deleted);
         };
-        let client = self.clients.client(request.target).await?;
-        let client = client.as_ref();
+        let primary = self.clients.client(request.target).await?;
+        let client = primary.as_ref();
         client.invalidate_discovery();
         let deletable =
             delete::prepare_deletion(client, &previous.managed_resources, item.metadata.name())
                 .await
                 .map_err(|e| cluster_error(DELETE_OPERATION, "AnnotateAndPatchBeforeDelete", &e))?;
-        let remaining = delete::delete_pass(client, &deletable, &config.deletion_groups)
+        let mut clients = TargetClients::new(
+            primary.clone(),
+            self.clients.as_ref(),
+            request.secondary_targets,
+        );
+        let remaining = delete::delete_pass(&mut clients, &deletable, &config.deletion_groups)
             .await
             .map_err(|e| delete_error(DELETE_OPERATION, "DeleteManagedResources", e))?;
         if remaining.is_empty() {
@@ -402,7 +424,8 @@ impl ManifestDeployer {
 fn delete_error(operation: &str, reason: &str, e: DeleteError) -> DeployerError {
     match &e {
         DeleteError::Cluster(c) => cluster_error(operation, reason, c),
-        _ => DeployerError::new(operation, reason, e.to_string()),
+        DeleteError::SecondaryTarget(t) => t.deployer_error(operation, reason, e.to_string()),
+        DeleteError::InvalidGroup(_) => DeployerError::new(operation, reason, e.to_string()),
     }
 }
 
@@ -417,6 +440,16 @@ fn aggregate(errors: &[String]) -> String {
 impl Deployer for ManifestDeployer {
     fn deployer_type(&self) -> &str {
         MANIFEST_DEPLOYER_TYPE
+    }
+
+    /// Every `targetName` of the configuration (readiness checks, exports, deletion groups).
+    fn secondary_target_names(&self, item: &DeployItem) -> Vec<String> {
+        match item.spec.config.as_ref() {
+            Some(config) => ProviderConfiguration::decode(config)
+                .map(|c| targets::secondary_target_names(&c))
+                .unwrap_or_default(),
+            None => Vec::new(),
+        }
     }
 
     fn reconcile<'a>(

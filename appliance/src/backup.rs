@@ -26,13 +26,13 @@ use landscaper_store::{Kind, StoreError, StoreFile};
 
 use crate::api::ApiToken;
 use crate::api::backup::{BACKUP_PATH, OBJECTS_HEADER, REVISION_HEADER};
-use crate::api::token::{TOKEN_FILE_NAME, TokenError};
+use crate::api::token::TokenError;
 use crate::cli::{BackupArgs, RestoreArgs, StoreLocationArgs};
 use crate::client::{Client, ClientError};
 use crate::config::{Config, ConfigError, Overrides};
 
 /// Environment variable holding the API token itself (as for the write commands).
-pub const TOKEN_ENV: &str = crate::commands::TOKEN_ENV;
+pub use crate::api::token::TOKEN_ENV;
 
 /// How long the CLI waits for the daemon's snapshot (a large store takes a while to copy).
 const SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(600);
@@ -45,8 +45,6 @@ pub enum BackupError {
         "reading the API token: {0} (run as root or the service user, or set {TOKEN_ENV} or --token-file)"
     )]
     Token(#[source] TokenError),
-    #[error("{TOKEN_ENV} holds no valid token")]
-    TokenEnv,
     #[error("server address {0:?} is not of the form http://HOST:PORT")]
     BadServer(String),
     #[error("requesting a snapshot from the daemon at {server}: {message}")]
@@ -138,16 +136,8 @@ impl Location {
 
 /// The API token: `--token-file`, else `$LANDSCAPER_APPLIANCE_TOKEN`, else `DATA/api-token`.
 pub fn read_token(token_file: Option<&Path>, data_dir: &Path) -> Result<ApiToken, BackupError> {
-    if let Some(path) = token_file {
-        return ApiToken::read_file(path).map_err(BackupError::Token);
-    }
-    if let Some(text) = std::env::var(TOKEN_ENV)
-        .ok()
-        .filter(|t| !t.trim().is_empty())
-    {
-        return ApiToken::parse(&text).ok_or(BackupError::TokenEnv);
-    }
-    ApiToken::read_file(&data_dir.join(TOKEN_FILE_NAME)).map_err(BackupError::Token)
+    let env_token = std::env::var(TOKEN_ENV).ok();
+    ApiToken::resolve(token_file, env_token.as_deref(), data_dir).map_err(BackupError::Token)
 }
 
 /// Where a snapshot came from.

@@ -14,7 +14,6 @@ use landscaper_store::model::constants::{
 use serde_json::{Value, json};
 
 use crate::api::ApiToken;
-use crate::api::token::TOKEN_FILE_NAME;
 use crate::cli::{
     DeleteArgs, DescribeArgs, GetArgs, InterruptArgs, OperationArgs, OutputFormat, TreeArgs,
     TreeOutputFormat, WriteArgs,
@@ -23,7 +22,7 @@ use crate::client::Client;
 use crate::config::DEFAULT_DATA_DIR;
 
 /// Environment variable holding the API token itself.
-pub const TOKEN_ENV: &str = "LANDSCAPER_APPLIANCE_TOKEN";
+pub use crate::api::token::TOKEN_ENV;
 /// Environment variable naming the data folder (as for `serve`).
 const DATA_ENV: &str = "LANDSCAPER_APPLIANCE_DATA";
 
@@ -302,23 +301,14 @@ pub fn resolve_token(
     env_token: Option<&str>,
     data_dir: Option<&Path>,
 ) -> anyhow::Result<ApiToken> {
-    let read = |path: &Path| {
-        ApiToken::read_file(path).with_context(|| {
-            format!(
-                "the API token is needed for writes (run as root or the service user, or set {TOKEN_ENV} or --token-file)"
-            )
-        })
-    };
-    if let Some(path) = token_file {
-        return read(path);
-    }
-    if let Some(text) = env_token.filter(|t| !t.trim().is_empty()) {
-        return ApiToken::parse(text).with_context(|| format!("{TOKEN_ENV} holds no valid token"));
-    }
     let data = data_dir
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
-    read(&data.join(TOKEN_FILE_NAME))
+    ApiToken::resolve(token_file, env_token, &data).with_context(|| {
+        format!(
+            "the API token is needed for writes (run as root or the service user, or set {TOKEN_ENV} or --token-file)"
+        )
+    })
 }
 
 /// The daemon's Unix socket when it is reachable (see [`Client::for_cli`]), else `server`.
@@ -771,7 +761,11 @@ Installation/root             Progressing   01234567/fedcba98
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tok");
         std::fs::write(&file, "from-file\n").unwrap();
-        std::fs::write(dir.path().join(TOKEN_FILE_NAME), "from-data\n").unwrap();
+        std::fs::write(
+            dir.path().join(crate::api::token::TOKEN_FILE_NAME),
+            "from-data\n",
+        )
+        .unwrap();
         let token = |f: Option<&Path>, env: Option<&str>| {
             resolve_token(f, env, Some(dir.path()))
                 .map(|t| t.expose().to_string())

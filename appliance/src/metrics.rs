@@ -23,7 +23,9 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use serde_json::Value;
+
+use crate::controllers::jobs::is_final_text;
+use landscaper_store::object::str_at;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
@@ -146,21 +148,11 @@ impl Metrics {
     }
 }
 
-fn str_at<'a>(o: &'a Value, pointer: &str) -> &'a str {
-    o.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 fn seconds_between(from: &str, to: &str) -> Option<f64> {
     let from: jiff::Timestamp = from.parse().ok()?;
     let to: jiff::Timestamp = to.parse().ok()?;
     let d = to.duration_since(from);
     Some(d.as_secs_f64()).filter(|s| *s >= 0.0)
-}
-
-fn is_final(phase: &str) -> bool {
-    matches!(phase, "Succeeded" | "Failed" | "DeleteFailed")
 }
 
 impl EventMetrics {
@@ -196,7 +188,7 @@ impl EventMetrics {
                 .inc();
             let job = str_at(status, "/jobID");
             let finished_now =
-                is_final(phase) && !job.is_empty() && job == str_at(status, "/jobIDFinished");
+                is_final_text(phase) && !job.is_empty() && job == str_at(status, "/jobIDFinished");
             if finished_now {
                 let times = &status["transitionTimes"];
                 let end = str_at(times, "/finishedTime");
@@ -466,7 +458,7 @@ async fn scrape(State(metrics): State<Metrics>) -> Response {
 mod tests {
     use super::*;
     use landscaper_store::{ObjectKey, StoreOptions};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn change(kind: Kind, previous: Option<&str>, object: Value) -> Change {
         Change {

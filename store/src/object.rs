@@ -37,6 +37,14 @@ pub fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
     metadata(object)?.get(field)?.as_str()
 }
 
+/// The string at a JSON pointer, or `""` when absent or not a string.
+pub fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 pub fn name(object: &Value) -> &str {
     meta_str(object, "name").unwrap_or_default()
 }

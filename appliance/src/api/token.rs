@@ -47,7 +47,12 @@ pub enum TokenError {
         "token file {path} holds no valid token (one line of printable characters without spaces)"
     )]
     Invalid { path: String },
+    #[error("{TOKEN_ENV} holds no valid token")]
+    InvalidEnv,
 }
+
+/// The environment variable that may hold the token for the CLI.
+pub const TOKEN_ENV: &str = "LANDSCAPER_APPLIANCE_TOKEN";
 
 impl ApiToken {
     /// A token from its text, if it is usable: non-empty, printable ASCII without spaces.
@@ -112,6 +117,22 @@ impl ApiToken {
             .map_err(io("writing the token file"))?;
         std::fs::rename(&partial, path).map_err(io("creating the token file"))?;
         Ok(token)
+    }
+
+    /// The token a client uses: `token_file` when given, else `env_token` (the value of
+    /// [`TOKEN_ENV`]) when set, else `<data_dir>/api-token`.
+    pub fn resolve(
+        token_file: Option<&Path>,
+        env_token: Option<&str>,
+        data_dir: &Path,
+    ) -> Result<ApiToken, TokenError> {
+        if let Some(path) = token_file {
+            return ApiToken::read_file(path);
+        }
+        if let Some(text) = env_token.filter(|t| !t.trim().is_empty()) {
+            return ApiToken::parse(text).ok_or(TokenError::InvalidEnv);
+        }
+        ApiToken::read_file(&data_dir.join(TOKEN_FILE_NAME))
     }
 
     /// Reads a token file (for clients).

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use landscaper_store::{Kind, LabelSelector, ObjectKey, StoreError, Transaction, object};
+use landscaper_store::{Kind, LabelSelector, ObjectKey, Store, StoreError, Transaction, object};
 use serde_json::{Map, Value};
 
 use super::ApiState;
@@ -148,33 +148,42 @@ pub async fn patch(
     }
     let store = state.store.clone();
     let (kind, what) = (key.kind, describe(&key));
-    let patched = blocking_api(move || {
-        for _ in 0..ATTEMPTS {
-            let current = store.get(&key)?.ok_or_else(|| not_found(&key))?;
-            let updated = apply_patch(key.kind, &key.name, &current, &patch)?;
-            if dry_run || updated == current {
-                return Ok(updated);
-            }
-            match store.commit_blocking(Transaction::new().update(updated)) {
-                Ok(committed) => {
-                    return committed
-                        .objects
-                        .into_iter()
-                        .next()
-                        .flatten()
-                        .ok_or_else(|| not_found(&key));
-                }
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(ApiError::from(conflict(&key)))
-    })
-    .await?;
+    let patched = blocking_api(move || patch_object(&store, &key, &patch, dry_run)).await?;
     if !dry_run {
         tracing::info!(object = %what, "object patched through the API");
     }
     Ok(json_response(&present_as(kind, patched, true)))
+}
+
+/// Applies a merge patch of metadata ([`apply_patch`]) to the stored object with optimistic
+/// concurrency, retrying when something else changed it in between; returns the object as
+/// stored (as it would be, for `dry_run`). Blocking.
+pub fn patch_object(
+    store: &Store,
+    key: &ObjectKey,
+    patch: &Value,
+    dry_run: bool,
+) -> Result<Value, ApiError> {
+    for _ in 0..ATTEMPTS {
+        let current = store.get(key)?.ok_or_else(|| not_found(key))?;
+        let updated = apply_patch(key.kind, &key.name, &current, patch)?;
+        if dry_run || updated == current {
+            return Ok(updated);
+        }
+        match store.commit_blocking(Transaction::new().update(updated)) {
+            Ok(committed) => {
+                return committed
+                    .objects
+                    .into_iter()
+                    .next()
+                    .flatten()
+                    .ok_or_else(|| not_found(key));
+            }
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::from(conflict(key)))
 }
 
 /// `DELETE` of one object (see the module documentation).

@@ -20,6 +20,11 @@ pub fn is_finished(job_id: Option<&str>, job_id_finished: Option<&str>) -> bool 
     job_id.unwrap_or_default() == job_id_finished.unwrap_or_default()
 }
 
+/// [`is_final`] for a phase as written in JSON.
+pub fn is_final_text(phase: &str) -> bool {
+    matches!(phase, "Succeeded" | "Failed" | "DeleteFailed")
+}
+
 pub fn is_final(phase: Option<&Phase>) -> bool {
     matches!(
         phase,

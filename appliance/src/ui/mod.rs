@@ -29,7 +29,7 @@ use landscaper_store::model::constants::{
     ENCOMPASSED_BY_LABEL, INSTALLATION_PREFIX, OPERATION_ANNOTATION, OPERATION_INTERRUPT,
     OPERATION_RECONCILE,
 };
-use landscaper_store::{Kind, LabelSelector, ObjectKey, Store, StoreError, Transaction, object};
+use landscaper_store::{Kind, LabelSelector, ObjectKey, Store, StoreError, object};
 use minijinja::Environment;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -489,9 +489,14 @@ async fn action(State(state): State<ApiState>, Form(form): Form<ActionForm>) -> 
     };
     let store = state.store.clone();
     let key = ObjectKey::new(Kind::Installation, &form.namespace, &form.name);
-    let result = tokio::task::spawn_blocking(move || set_operation(&store, &key, operation)).await;
+    // The same optimistic metadata patch as `kubectl annotate` through the API.
+    let patch = json!({"metadata": {"annotations": {OPERATION_ANNOTATION: operation}}});
+    let result = tokio::task::spawn_blocking(move || {
+        crate::api::write::patch_object(&store, &key, &patch, false).map_err(|e| e.message)
+    })
+    .await;
     match result {
-        Ok(Ok(())) => {
+        Ok(Ok(_)) => {
             tracing::info!(installation = %format!("{}/{}", form.namespace, form.name), operation, "operation requested on the status page");
             back_to(
                 &form.namespace,
@@ -503,34 +508,6 @@ async fn action(State(state): State<ApiState>, Form(form): Form<ActionForm>) -> 
         Ok(Err(e)) => back_to(&form.namespace, &form.name, "failed", &e),
         Err(e) => back_to(&form.namespace, &form.name, "failed", &e.to_string()),
     }
-}
-
-/// Sets the operation annotation with an optimistic update (retried on conflicts).
-fn set_operation(store: &Store, key: &ObjectKey, operation: &str) -> Result<(), String> {
-    for _ in 0..5 {
-        let Some(mut current) = store.get(key).map_err(|e| e.to_string())? else {
-            return Err(format!("{} not found", key.name));
-        };
-        let annotations = current
-            .pointer_mut("/metadata")
-            .and_then(Value::as_object_mut)
-            .map(|m| {
-                m.entry("annotations")
-                    .or_insert_with(|| Value::Object(Default::default()))
-            });
-        match annotations {
-            Some(Value::Object(a)) => {
-                a.insert(OPERATION_ANNOTATION.into(), Value::String(operation.into()));
-            }
-            _ => return Err("the object has no metadata".into()),
-        }
-        match store.commit_blocking(Transaction::new().update(current)) {
-            Ok(_) => return Ok(()),
-            Err(StoreError::Conflict { .. }) => continue,
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    Err("the object kept changing; try again".into())
 }
 
 #[cfg(test)]

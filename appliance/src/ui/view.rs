@@ -9,6 +9,9 @@ use landscaper_store::object;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::controllers::jobs::is_final_text;
+use landscaper_store::object::str_at;
+
 /// The objects the overview is computed from (one consistent read).
 #[derive(Debug, Default, Clone)]
 pub struct Snapshot {
@@ -108,12 +111,6 @@ pub fn tone(phase: &str) -> &'static str {
     }
 }
 
-fn str_at<'a>(o: &'a Value, pointer: &str) -> &'a str {
-    o.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 pub fn row(kind: &'static str, o: &Value) -> Row {
     let status = &o["status"];
     let phase = str_at(status, "/phase");
@@ -174,10 +171,6 @@ fn parent(o: &Value) -> Option<&str> {
         .and_then(|l| l.get(ENCOMPASSED_BY_LABEL))
         .and_then(Value::as_str)
         .filter(|p| !p.is_empty())
-}
-
-fn is_final(phase: &str) -> bool {
-    matches!(phase, "Succeeded" | "Failed" | "DeleteFailed")
 }
 
 fn counts(kind: &'static str, objects: &[Value]) -> KindCounts {
@@ -361,7 +354,7 @@ fn running_jobs(tree: &[InstallationNode]) -> Vec<RunningJob> {
                 .collect();
             let finished = subobjects
                 .iter()
-                .filter(|r| !r.running && is_final(&r.phase))
+                .filter(|r| !r.running && is_final_text(&r.phase))
                 .count();
             out.push(RunningJob {
                 row: n.row.clone(),

@@ -159,7 +159,13 @@ pub async fn supervise(
         let probe = tokio::time::timeout(tick, counts(&store)).await;
         match probe {
             Ok(Some(c)) => {
-                let line = c.status_line();
+                // The writer reopens the store by itself once the disk takes writes again, so
+                // the watchdog stays fed (a restart could not open a full disk's store either);
+                // STATUS= says why nothing changes.
+                let line = match store.unwritable() {
+                    Some(u) => format!("store not writable since {}: {}", u.since, u.reason),
+                    None => c.status_line(),
+                };
                 let mut states = Vec::new();
                 let progress = controllers
                     .as_ref()

@@ -8,8 +8,9 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use redb::{
     Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
@@ -168,8 +169,24 @@ enum Request {
     },
 }
 
+/// The store's state after a commit failed for an I/O reason (disk full, read-only
+/// filesystem, failing device).
+#[derive(Debug, Clone)]
+pub struct Unwritable {
+    /// The failure, as the commit reported it.
+    pub reason: String,
+    /// When it happened (RFC 3339, the store's clock).
+    pub since: String,
+}
+
 struct Shared {
-    db: Database,
+    /// Swapped for a fresh handle when the writer reopens the file after an I/O failure (redb
+    /// refuses every later operation on a handle that saw one, even once the disk has room).
+    /// `None` between closing a failed handle and opening the new one.
+    db: RwLock<Option<Arc<Database>>>,
+    /// Why commits cannot succeed now (`None` while they can): set by the writer when a commit
+    /// fails for an I/O reason, cleared once the reopened file takes writes again.
+    unwritable: Mutex<Option<Unwritable>>,
     path: PathBuf,
     revision: AtomicU64,
     feed: broadcast::Sender<SharedChangeSet>,
@@ -178,6 +195,34 @@ struct Shared {
     /// Time from `commit` to its durable answer, as callers see it.
     commit_latency: crate::stats::LatencyHistogram,
 }
+
+impl Shared {
+    /// The current database handle; `NotWritable` while the writer is reopening the file.
+    fn database(&self) -> Result<Arc<Database>, StoreError> {
+        self.db
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| StoreError::NotWritable {
+                reason: self
+                    .unwritable
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .as_ref()
+                    .map(|u| u.reason.clone())
+                    .unwrap_or_else(|| "the store file is being reopened".into()),
+            })
+    }
+
+    fn set_unwritable(&self, state: Option<Unwritable>) {
+        *self.unwritable.lock().unwrap_or_else(|e| e.into_inner()) = state;
+    }
+}
+
+/// How often the writer tries to reopen a store file whose commits failed for an I/O reason.
+const RECOVERY_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a reopen waits for readers of the old handle to finish.
+const REOPEN_WAIT: Duration = Duration::from_secs(5);
 
 /// Handle to the object store; cheap to clone. Reads run on the caller's thread against a
 /// snapshot; writes queue for the writer thread.
@@ -240,7 +285,8 @@ impl Store {
         let revision = initialise(&db, &display)?;
         let (feed, _) = broadcast::channel(options.feed_capacity.max(1));
         let shared = Arc::new(Shared {
-            db,
+            db: RwLock::new(Some(Arc::new(db))),
+            unwritable: Mutex::new(None),
             path: path.to_path_buf(),
             revision: AtomicU64::new(revision),
             feed,
@@ -345,9 +391,19 @@ impl Store {
 
     fn read(&self) -> Result<redb::ReadTransaction, StoreError> {
         self.shared
-            .db
+            .database()?
             .begin_read()
             .map_err(StoreError::redb("starting a read"))
+    }
+
+    /// `None` while commits can succeed; else why not and since when (the writer reopens the
+    /// file and clears this once writes succeed again). Behind `/readyz` and the watchdog.
+    pub fn unwritable(&self) -> Option<Unwritable> {
+        self.shared
+            .unwritable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn get(&self, key: &ObjectKey) -> Result<Option<Value>, StoreError> {
@@ -612,6 +668,25 @@ impl Drop for Store {
     }
 }
 
+/// Writes, syncs and removes a small file beside the store: whether the filesystem takes
+/// writes again (a full disk refuses it).
+fn probe_write(store_path: &Path) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let probe = partial_path(store_path, "probe");
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&probe)?;
+        file.write_all(&[0u8; 256 * 1024])?;
+        file.sync_all()
+    })();
+    let _ = std::fs::remove_file(&probe);
+    result
+}
+
 fn decode(record: &str, bytes: &[u8]) -> Result<Value, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
         record: record.to_string(),
@@ -779,6 +854,8 @@ struct Writer {
     revision: u64,
     /// Freeing a batch's objects is a good part of the writer's time; another thread does it.
     reaper: mpsc::Sender<Garbage>,
+    /// When the writer last tried to reopen an unwritable file.
+    last_recovery: Option<Instant>,
 }
 
 /// What the writer is done with. The fields are never read: they exist to be dropped on the
@@ -806,6 +883,7 @@ impl Writer {
             shared,
             revision,
             reaper: start_reaper(),
+            last_recovery: None,
         }
     }
 
@@ -818,7 +896,22 @@ impl Writer {
         // Reused between batches so that queuing allocates nothing in the steady state.
         let mut transactions = Vec::new();
         let mut replies = Vec::new();
-        while let Ok(first) = inbox.recv() {
+        loop {
+            let first = if self.is_unwritable() {
+                match inbox.recv_timeout(RECOVERY_INTERVAL) {
+                    Ok(request) => request,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        self.try_recover();
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            } else {
+                match inbox.recv() {
+                    Ok(request) => request,
+                    Err(_) => return,
+                }
+            };
             let mut shutdown = None;
             let mut next = Some(first);
             while let Some(request) = next.take() {
@@ -846,7 +939,112 @@ impl Writer {
         }
     }
 
+    fn is_unwritable(&self) -> bool {
+        self.shared
+            .unwritable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Reopens the store file after a commit failed for an I/O reason, at most once per
+    /// [`RECOVERY_INTERVAL`]: a probe write first (cheap, and keeps the old handle for reads
+    /// while the disk is still full), then the old handle is closed and the file opened again,
+    /// which lets redb repair it to the last durable commit. Nothing acknowledged is lost: a
+    /// failed commit was never acknowledged.
+    fn try_recover(&mut self) -> bool {
+        if !self.is_unwritable() {
+            return true;
+        }
+        if self
+            .last_recovery
+            .is_some_and(|t| t.elapsed() < RECOVERY_INTERVAL)
+        {
+            return false;
+        }
+        self.last_recovery = Some(Instant::now());
+        if let Err(e) = probe_write(&self.shared.path) {
+            self.note_unwritable(format!("the store's folder takes no writes: {e}"));
+            return false;
+        }
+        // Close the failed handle; readers holding a clone finish their read first.
+        let old = self
+            .shared
+            .db
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(old) = old {
+            let deadline = Instant::now() + REOPEN_WAIT;
+            while Arc::strong_count(&old) > 1 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            drop(old);
+        }
+        let deadline = Instant::now() + REOPEN_WAIT;
+        let reopened = loop {
+            let mut builder = Database::builder();
+            builder.set_cache_size(self.shared.options.cache_bytes);
+            match builder.open(&self.shared.path) {
+                // Read transactions of the old handle still hold the file lock.
+                Err(redb::DatabaseError::DatabaseAlreadyOpen) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => break Err(StoreError::redb("reopening the store file")(e)),
+                Ok(db) => {
+                    let path = self.shared.path.display().to_string();
+                    break initialise(&db, &path).map(|revision| (db, revision));
+                }
+            }
+        };
+        match reopened {
+            Ok((db, revision)) => {
+                self.revision = revision;
+                self.shared.revision.store(revision, Ordering::Release);
+                *self.shared.db.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(db));
+                self.shared.set_unwritable(None);
+                tracing::info!(revision, "store file reopened; commits work again");
+                true
+            }
+            Err(e) => {
+                self.note_unwritable(format!("reopening the store file failed: {e}"));
+                false
+            }
+        }
+    }
+
+    fn note_unwritable(&self, reason: String) {
+        let mut state = self
+            .shared
+            .unwritable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let since = state
+            .as_ref()
+            .map(|u| &u.since)
+            .cloned()
+            .unwrap_or_else(|| format_time(self.shared.options.clock.now()));
+        *state = Some(Unwritable { reason, since });
+    }
+
     fn commit_batch(&mut self, transactions: &mut Vec<Transaction>, replies: &mut Vec<Reply>) {
+        if self.is_unwritable() && !self.try_recover() {
+            let reason = self
+                .shared
+                .unwritable
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .map(|u| u.reason.clone())
+                .unwrap_or_default();
+            transactions.clear();
+            for reply in replies.drain(..) {
+                let _ = reply.send(Err(StoreError::NotWritable {
+                    reason: reason.clone(),
+                }));
+            }
+            return;
+        }
         let start_revision = self.revision;
         match self.try_commit_batch(transactions.drain(..)) {
             Ok((outcomes, change_sets)) => {
@@ -872,6 +1070,15 @@ impl Writer {
                 self.revision = start_revision;
                 tracing::error!(%error, "store commit failed; the batch was rolled back");
                 let message = error.to_string();
+                if matches!(
+                    error,
+                    StoreError::Storage { .. } | StoreError::NotWritable { .. }
+                ) {
+                    // redb refuses every later operation on this handle: reopen it once the
+                    // disk takes writes again.
+                    self.note_unwritable(message.clone());
+                    self.last_recovery = Some(Instant::now());
+                }
                 for reply in replies.drain(..) {
                     let _ = reply.send(Err(StoreError::CommitFailed {
                         message: message.clone(),
@@ -888,7 +1095,7 @@ impl Writer {
     ) -> Result<(Vec<Result<Committed, StoreError>>, Vec<SharedChangeSet>), StoreError> {
         let mut tx = self
             .shared
-            .db
+            .database()?
             .begin_write()
             .map_err(StoreError::redb("starting a write"))?;
         tx.set_durability(if self.shared.options.durable {

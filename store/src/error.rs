@@ -55,6 +55,12 @@ pub enum StoreError {
     Corrupt { record: String, message: String },
     #[error("the store is closed")]
     Closed,
+    /// Commits fail for an I/O reason (a full disk, a read-only filesystem); the store reopens
+    /// its file by itself once writes succeed again.
+    #[error(
+        "the store takes no writes now ({reason}); it recovers by itself once the disk takes writes again"
+    )]
+    NotWritable { reason: String },
 }
 
 impl StoreError {
@@ -67,6 +73,7 @@ impl StoreError {
                 | StoreError::Storage { .. }
                 | StoreError::Io { .. }
                 | StoreError::CommitFailed { .. }
+                | StoreError::NotWritable { .. }
         )
     }
 

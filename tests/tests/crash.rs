@@ -12,6 +12,8 @@ use serde_json::Value;
 
 const NAMESPACE: &str = "crash";
 const INSTALLATIONS: usize = 50;
+/// SIGKILL rounds in CI; `CRASH_ROUNDS` sets more for the long campaign
+/// (`scripts/reliability.sh`).
 const ROUNDS: usize = 20;
 const API: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/crash";
 const OPERATION: &str = "landscaper.gardener.cloud/operation";
@@ -287,8 +289,12 @@ fn controllers_survive_sigkill_at_random_moments() {
     }
 
     let mut daemon = Daemon::start_with_config(dirs.path(), "");
+    let rounds = std::env::var("CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(ROUNDS);
     let mut touched = 0;
-    for round in 1..=ROUNDS {
+    for round in 1..=rounds {
         std::thread::sleep(Duration::from_millis(rng.range(20, 300)));
         daemon.child.kill().expect("SIGKILL the daemon");
         daemon.child.wait().unwrap();
@@ -330,7 +336,7 @@ fn controllers_survive_sigkill_at_random_moments() {
         history_entries += check_history(&daemon, name).unwrap_or_else(|e| panic!("{e}"));
     }
     println!(
-        "crash: {ROUNDS} SIGKILL rounds (seed {seed:#x}), {INSTALLATIONS} installations, \
+        "crash: {rounds} SIGKILL rounds (seed {seed:#x}), {INSTALLATIONS} installations, \
          {} deploy items, {touched} file touches, {history_entries} deploy item history entries; \
          crashing took {:.1?}, total {:.1?}",
         deploy_items.len(),

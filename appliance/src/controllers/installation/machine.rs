@@ -175,6 +175,78 @@ pub fn set_phase(
     s
 }
 
+/// Whether the running job skips its install phase `Init` because the installation is being
+/// deleted: `Init` writes nothing until it succeeds, so nothing of this job exists yet, and
+/// rendering (which needs the blueprint, imports and predecessors) is pointless when the
+/// children are deleted anyway. The job goes on with `InitDelete`, which needs none of that.
+/// (Landscaper runs `Init` first; an unresolvable blueprint then keeps a deleted installation
+/// in `Init` forever.)
+pub fn skips_init_for_deletion(inst: &Installation) -> bool {
+    is_deleting(inst) && phase(inst) == Some(&Phase::Init)
+}
+
+/// Whether a retried (normal) error of `phase` ends the job instead while the installation is
+/// being deleted: `Completing` repeats for missing input (a blueprint directory removed
+/// together with the installation's file) that will not come back, and the deletion job can
+/// only start once this job has finished.
+pub fn gives_up_for_deletion(inst: &Installation, phase: &Phase) -> bool {
+    is_deleting(inst) && *phase == Phase::Completing
+}
+
+/// The error of an installation whose `spec.context` names a Context that does not exist,
+/// worded as Landscaper's `initPrerequisites` (`GetInstallationContext`) reports it.
+pub fn missing_context_error(context: &str) -> LsError {
+    let inner = format!("contexts.landscaper.gardener.cloud {context:?} not found");
+    LsError::new(
+        "InitPrerequisites",
+        "CalculateContext",
+        format!("Op: Context - Reason: GetContext - Message: {inner}"),
+    )
+}
+
+/// The Context an installation needs to exist: `spec.context` unless empty or `default`
+/// (the appliance's implicit Context in every namespace).
+pub fn required_context(inst: &Installation) -> Option<&str> {
+    inst.spec
+        .context
+        .as_deref()
+        .filter(|c| !c.is_empty() && *c != DEFAULT_CONTEXT_NAME)
+}
+
+/// Whether `successor` (a sibling importing exports of `inst`, being deleted) waits, through
+/// siblings that are all being deleted, for `inst` itself: `siblings` are the deleting
+/// successors reachable from `successor`. Such a wait cycle would deadlock Landscaper's rule
+/// "successors that still exist block the deletion"; only the edges inside such a cycle are
+/// ignored, a successor outside it (or not being deleted) still blocks.
+pub fn in_deletion_cycle(
+    inst: &Installation,
+    successor: &Installation,
+    siblings: &[Installation],
+) -> bool {
+    if !is_deleting(inst) || !is_deleting(successor) {
+        return false;
+    }
+    let own = inst.metadata.name.as_deref();
+    let mut seen = vec![successor.metadata.name.as_deref()];
+    let mut frontier = vec![successor];
+    while let Some(current) = frontier.pop() {
+        if crate::controllers::installation::dataflow::is_successor(current, inst) {
+            return true;
+        }
+        for next in siblings {
+            let name = next.metadata.name.as_deref();
+            if name == own || seen.contains(&name) || !is_deleting(next) {
+                continue;
+            }
+            if crate::controllers::installation::dataflow::is_successor(current, next) {
+                seen.push(name);
+                frontier.push(next);
+            }
+        }
+    }
+    false
+}
+
 /// The state of the children while the installation is `Progressing`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChildrenProgress {

@@ -402,6 +402,7 @@ pub fn deleting(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controllers::installation::dataflow;
     use landscaper_store::model::{ExecutionStatus, ObjectMeta};
     use std::collections::BTreeMap;
 
@@ -615,4 +616,85 @@ mod tests {
         assert_eq!(cleanup_orphaned("j", &[b]), OrphanCleanup::AllFailed);
         assert_eq!(cleanup_orphaned("j", &[]), OrphanCleanup::AllGone);
     }
+
+    /// An installation exporting DataObject `exports` and importing `imports`.
+    fn flow(name: &str, exports: &str, imports: &[&str], deleting: bool) -> Installation {
+        let mut i = inst(name);
+        let imports: Vec<serde_json::Value> = imports
+            .iter()
+            .map(|r| serde_json::json!({"name": format!("in-{r}"), "dataRef": r}))
+            .collect();
+        i.spec = serde_json::from_value(serde_json::json!({
+            "blueprint": {},
+            "imports": {"data": imports},
+            "exports": {"data": [{"name": "out", "dataRef": exports}]},
+        }))
+        .unwrap();
+        if deleting {
+            i.metadata.deletion_timestamp = Some("t".into());
+        }
+        i
+    }
+
+    #[test]
+    fn a_wait_cycle_of_deleting_siblings_is_recognised() {
+        // a <-> b import each other's exports, both deleted: each ignores the other.
+        let a = flow("a", "a-out", &["b-out"], true);
+        let b = flow("b", "b-out", &["a-out"], true);
+        assert!(dataflow::is_successor(&a, &b));
+        assert!(in_deletion_cycle(&a, &b, std::slice::from_ref(&a)));
+        assert!(in_deletion_cycle(&b, &a, std::slice::from_ref(&b)));
+        // A successor that is not being deleted still blocks.
+        let b_kept = flow("b", "b-out", &["a-out"], false);
+        assert!(!in_deletion_cycle(&a, &b_kept, std::slice::from_ref(&a)));
+        // An ordinary successor (no way back to a) blocks although it is being deleted.
+        let c = flow("c", "c-out", &["a-out"], true);
+        assert!(!in_deletion_cycle(&a, &c, &[]));
+    }
+
+    #[test]
+    fn a_longer_cycle_counts_only_through_deleting_siblings() {
+        // a -> b -> c -> a (each imports the previous one's export).
+        let a = flow("a", "a-out", &["c-out"], true);
+        let b = flow("b", "b-out", &["a-out"], true);
+        let c = flow("c", "c-out", &["b-out"], true);
+        assert!(in_deletion_cycle(&a, &b, &[c.clone(), a.clone()]));
+        // c still exists (its file is there): b waits for c, so a waits for b.
+        let c_kept = flow("c", "c-out", &["b-out"], false);
+        assert!(!in_deletion_cycle(&a, &b, &[c_kept]));
+    }
+
+    #[test]
+    fn a_deleted_installation_skips_init_but_finishes_other_install_phases() {
+        let mut i = with_job(inst("a"), "j2", "j1", Phase::Init);
+        assert!(!skips_init_for_deletion(&i));
+        i.metadata.deletion_timestamp = Some("t".into());
+        assert!(skips_init_for_deletion(&i));
+        i.status.as_mut().unwrap().phase = Some(Phase::Progressing);
+        assert!(!skips_init_for_deletion(&i));
+        assert!(gives_up_for_deletion(&i, &Phase::Completing));
+        assert!(!gives_up_for_deletion(&i, &Phase::Progressing));
+        i.metadata.deletion_timestamp = None;
+        assert!(!gives_up_for_deletion(&i, &Phase::Completing));
+    }
+
+    #[test]
+    fn only_named_contexts_other_than_default_are_required() {
+        let mut i = inst("a");
+        assert_eq!(required_context(&i), None);
+        i.spec.context = Some("default".into());
+        assert_eq!(required_context(&i), None);
+        i.spec.context = Some("edge".into());
+        assert_eq!(required_context(&i), Some("edge"));
+        let e = missing_context_error("edge");
+        assert_eq!(
+            (e.operation.as_str(), e.reason.as_str(), e.message.as_str()),
+            (
+                "InitPrerequisites",
+                "CalculateContext",
+                "Op: Context - Reason: GetContext - Message: contexts.landscaper.gardener.cloud \"edge\" not found"
+            )
+        );
+    }
+
 }

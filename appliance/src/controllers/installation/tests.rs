@@ -162,9 +162,7 @@ async fn reconcile_until_gone(store: &Store, keys: &[ObjectKey], rounds: usize) 
             return Vec::new();
         }
     }
-    keys.iter()
-        .filter_map(|k| store.get(k).unwrap())
-        .collect()
+    keys.iter().filter_map(|k| store.get(k).unwrap()).collect()
 }
 
 #[tokio::test]
@@ -245,7 +243,10 @@ async fn a_deleted_installation_stuck_in_init_on_its_blueprint_is_removed() {
     let _ = r.reconcile(&key).await;
     let v = store.get(&key).unwrap().unwrap();
     assert_eq!(v["status"]["phase"], "Init", "{v}");
-    assert_eq!(v["status"]["lastError"]["reason"], "ResolveBlueprint", "{v}");
+    assert_eq!(
+        v["status"]["lastError"]["reason"], "ResolveBlueprint",
+        "{v}"
+    );
     // ... until the installation is deleted: nothing to tear down, so it goes.
     store
         .commit(Transaction::new().delete(key.clone(), None))

@@ -167,10 +167,14 @@ fn a_removed_installation_with_a_missing_local_blueprint_is_deleted() {
         "local.yaml",
         "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Installation\nmetadata:\n  name: local\n  namespace: life\n  annotations:\n    landscaper.gardener.cloud/operation: reconcile\nspec:\n  blueprint:\n    ref:\n      resourceName: local://nowhere\n",
     );
-    let o = eventually(Duration::from_secs(20), "Init waiting for the blueprint", || {
-        get(&daemon, "installations", "local")
-            .filter(|o| text(o, "/status/lastError/reason") == "ResolveBlueprint")
-    });
+    let o = eventually(
+        Duration::from_secs(20),
+        "Init waiting for the blueprint",
+        || {
+            get(&daemon, "installations", "local")
+                .filter(|o| text(o, "/status/lastError/reason") == "ResolveBlueprint")
+        },
+    );
     assert_eq!(text(&o, "/status/phase"), "Init", "{o:#}");
     remove(&daemon, "local.yaml");
     gone(&daemon, "installations", "local", Duration::from_secs(20));
@@ -236,8 +240,7 @@ fn an_execution_defined_in_a_file_runs_and_is_deleted_with_its_file() {
     };
     daemon.write("exec.yaml", &exec("first"));
     let o = eventually(Duration::from_secs(20), "the execution to succeed", || {
-        get(&daemon, "executions", "standalone")
-            .filter(|o| text(o, "/status/phase") == "Succeeded")
+        get(&daemon, "executions", "standalone").filter(|o| text(o, "/status/phase") == "Succeeded")
     });
     let first_job = text(&o, "/status/jobID");
     assert!(!first_job.is_empty());
@@ -280,7 +283,9 @@ fn a_deploy_execution_without_template_or_file_fails() {
     let o = eventually(Duration::from_secs(20), "the installation to fail", || {
         get(&daemon, "installations", "empty").filter(|o| {
             let phase = text(o, "/status/phase");
-            (phase == "Failed" || phase == "Succeeded").then_some(()).is_some()
+            (phase == "Failed" || phase == "Succeeded")
+                .then_some(())
+                .is_some()
         })
     });
     assert_eq!(text(&o, "/status/phase"), "Failed", "{o:#}");

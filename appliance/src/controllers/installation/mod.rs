@@ -312,7 +312,9 @@ impl InstallationReconciler {
                 Ok(Next::Stop(Outcome::RequeueAfter(wait)))
             }
             PhaseError::Fatal(e) => {
-                let failed = if machine::is_deleting(inst) {
+                // As in Landscaper, an install phase fails with `Failed` also while the
+                // installation is being deleted, so that the deletion job can start after it.
+                let failed = if jobs::is_deletion_phase(Some(&current)) {
                     Phase::DeleteFailed
                 } else {
                     Phase::Failed

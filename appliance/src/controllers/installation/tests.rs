@@ -284,3 +284,39 @@ async fn a_missing_context_fails_init_with_landscapers_error() {
         "no execution without the context"
     );
 }
+
+#[tokio::test]
+async fn a_deleted_installation_whose_completing_lost_its_blueprint_is_removed() {
+    let (dir, store) = open_store();
+    let inst = json!({
+        "apiVersion": "landscaper.gardener.cloud/v1alpha1",
+        "kind": "Installation",
+        "metadata": {"name": "gone", "namespace": "ns", "generation": 1,
+                     "finalizers": [LANDSCAPER_FINALIZER]},
+        "spec": {"blueprint": {"ref": {"resourceName": "local://removed"}}},
+        "status": {"phase": "Completing", "jobID": "j1", "jobIDFinished": "j0",
+                   "observedGeneration": 1},
+    });
+    store.commit(Transaction::new().create(inst)).await.unwrap();
+    let key = ObjectKey::new(Kind::Installation, "ns", "gone");
+    // The blueprint directory went with the file: Completing cannot finish, and the
+    // installation is deleted.
+    store
+        .commit(Transaction::new().delete(key.clone(), None))
+        .await
+        .unwrap();
+    let r = InstallationReconciler::new(
+        ControllerContext::new(store.clone(), ControllerConfig::default())
+            .with_manifests_dir(dir.path().to_path_buf()),
+    );
+    // The install job fails (Failed, not DeleteFailed: no deletion has run yet) ...
+    let _ = r.reconcile(&key).await;
+    // ... and the deletion job that follows removes it.
+    for _ in 0..5 {
+        if store.get(&key).unwrap().is_none() {
+            break;
+        }
+        let _ = r.reconcile(&key).await;
+    }
+    assert_eq!(store.get(&key).unwrap(), None);
+}

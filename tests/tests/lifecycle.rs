@@ -247,6 +247,11 @@ fn an_execution_defined_in_a_file_runs_and_is_deleted_with_its_file() {
     let items = list(&daemon, "deployitems");
     assert_eq!(items.len(), 1, "{items:#?}");
     assert_eq!(text(&items[0], "/status/phase"), "Succeeded");
+    assert_eq!(
+        list(&daemon, "dataobjects").len(),
+        1,
+        "the export DataObject"
+    );
     // A new revision of the file runs again.
     daemon.write("exec.yaml", &exec("second"));
     eventually(Duration::from_secs(20), "the second job", || {
@@ -267,6 +272,12 @@ fn an_execution_defined_in_a_file_runs_and_is_deleted_with_its_file() {
     remove(&daemon, "exec.yaml");
     gone(&daemon, "executions", "standalone", Duration::from_secs(20));
     assert!(list(&daemon, "deployitems").is_empty());
+    // Its export DataObject (owned by it) goes too.
+    eventually(
+        Duration::from_secs(20),
+        "the export DataObject to go",
+        || list(&daemon, "dataobjects").is_empty().then_some(()),
+    );
 }
 
 #[test]

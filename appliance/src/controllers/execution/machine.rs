@@ -129,7 +129,11 @@ pub fn is_standalone(execution: &Execution) -> bool {
 /// the reconcile annotation (which is consumed), and once when it is deleted. A finished
 /// deletion that failed needs the annotation again. `None` while a job runs or nothing is
 /// requested.
-pub fn start_standalone_job(execution: &Execution, job_id: &str, now: &str) -> Option<Execution> {
+pub fn start_standalone_job(
+    execution: &Execution,
+    new_job_id: impl FnOnce() -> String,
+    now: &str,
+) -> Option<Execution> {
     if !is_standalone(execution) {
         return None;
     }
@@ -158,7 +162,7 @@ pub fn start_standalone_job(execution: &Execution, job_id: &str, now: &str) -> O
         remove_annotation(&mut out.metadata, OPERATION_ANNOTATION);
     }
     let status = out.status.get_or_insert_with(Default::default);
-    status.job_id = Some(job_id.to_string());
+    status.job_id = Some(new_job_id());
     status.transition_times = Some(TransitionTimes {
         trigger_time: Some(now.to_string()),
         ..TransitionTimes::default()

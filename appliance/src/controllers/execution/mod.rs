@@ -148,7 +148,7 @@ impl Reconciler for ExecutionReconciler {
         let execution: Execution = parse(&value)?;
         let now = self.context.now();
         // A standalone Execution's new job is written together with the step's writes.
-        let started = machine::start_standalone_job(&execution, &super::jobs::new_job_id(), &now);
+        let started = machine::start_standalone_job(&execution, super::jobs::new_job_id, &now);
         let execution = started.clone().unwrap_or(execution);
         let view = self.load_view(&execution)?;
         let mut step = machine::step(&execution, &view, &now, &mut random_suffix);

@@ -7,6 +7,7 @@ use landscaper_store::model::{
     Execution, Installation, InstallationStatus, Phase, TransitionTimes,
 };
 
+use super::dataflow::is_successor;
 use crate::controllers::jobs::{is_deletion_phase, is_final, is_finished};
 use crate::controllers::lserror::{LsError, updated_error};
 
@@ -230,7 +231,7 @@ pub fn in_deletion_cycle(
     let mut seen = vec![successor.metadata.name.as_deref()];
     let mut frontier = vec![successor];
     while let Some(current) = frontier.pop() {
-        if crate::controllers::installation::dataflow::is_successor(current, inst) {
+        if is_successor(current, inst) {
             return true;
         }
         for next in siblings {
@@ -238,7 +239,7 @@ pub fn in_deletion_cycle(
             if name == own || seen.contains(&name) || !is_deleting(next) {
                 continue;
             }
-            if crate::controllers::installation::dataflow::is_successor(current, next) {
+            if is_successor(current, next) {
                 seen.push(name);
                 frontier.push(next);
             }

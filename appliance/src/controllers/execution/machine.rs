@@ -21,7 +21,7 @@ use landscaper_store::model::constants::{
     DEPLOYER_TYPE_ANNOTATION, ERR_FOR_INFO_ONLY, ERR_NO_RETRY, ERR_UNFINISHED,
     EXECUTION_DEPENDS_ON_ANNOTATION, EXECUTION_MANAGED_BY_LABEL, EXECUTION_MANAGED_NAME_LABEL,
     EXECUTION_PREFIX, INTERRUPT_OPERATION, LANDSCAPER_FINALIZER, NO_TARGET_NAME_VALUE,
-    OPERATION_ANNOTATION, OPERATION_INTERRUPT, RECONCILE_TIMESTAMP_ANNOTATION,
+    OPERATION_ANNOTATION, OPERATION_INTERRUPT, OPERATION_RECONCILE, RECONCILE_TIMESTAMP_ANNOTATION,
 };
 use landscaper_store::model::names::generate_data_object_name;
 use landscaper_store::model::{
@@ -110,6 +110,64 @@ pub fn step(
         writes: machine.writes,
         next,
     }
+}
+
+/// Whether no Installation controls the Execution (one defined in a manifest file, say):
+/// nobody else passes it job IDs.
+pub fn is_standalone(execution: &Execution) -> bool {
+    !execution
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.kind == Kind::Installation.as_str() && o.controller == Some(true))
+}
+
+/// A standalone Execution starts its own jobs, as a root installation does (in Landscaper the
+/// owning Installation passes them; without one it would never run nor be deleted): a new job
+/// when it has never run, when its spec changed since the last job (`observedGeneration`), on
+/// the reconcile annotation (which is consumed), and once when it is deleted. A finished
+/// deletion that failed needs the annotation again. `None` while a job runs or nothing is
+/// requested.
+pub fn start_standalone_job(
+    execution: &Execution,
+    new_job_id: impl FnOnce() -> String,
+    now: &str,
+) -> Option<Execution> {
+    if !is_standalone(execution) {
+        return None;
+    }
+    let status = execution.status.clone().unwrap_or_default();
+    if !is_finished(status.job_id.as_deref(), status.job_id_finished.as_deref()) {
+        return None;
+    }
+    let requested =
+        execution.metadata.annotation(OPERATION_ANNOTATION) == Some(OPERATION_RECONCILE);
+    let start = if execution.metadata.is_deleting() {
+        requested
+            || !matches!(
+                status.phase,
+                Some(Phase::InitDelete | Phase::Deleting | Phase::DeleteFailed)
+            )
+    } else {
+        requested
+            || status.job_id.as_deref().is_none_or(str::is_empty)
+            || status.observed_generation != execution.metadata.generation()
+    };
+    if !start {
+        return None;
+    }
+    let mut out = execution.clone();
+    if requested {
+        remove_annotation(&mut out.metadata, OPERATION_ANNOTATION);
+    }
+    let status = out.status.get_or_insert_with(Default::default);
+    status.job_id = Some(new_job_id());
+    status.transition_times = Some(TransitionTimes {
+        trigger_time: Some(now.to_string()),
+        ..TransitionTimes::default()
+    });
+    Some(out)
 }
 
 /// The name of the Execution's export DataObject: `GenerateDataObjectName("Exec.<name>", "")`.

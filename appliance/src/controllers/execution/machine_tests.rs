@@ -1017,3 +1017,48 @@ fn the_execution_is_written_last_with_its_resource_version() {
         matches!(&writes[0], Write::Update(v) if v.get("status").is_some_and(Value::is_object))
     );
 }
+
+#[test]
+fn only_executions_without_a_controlling_installation_start_their_own_jobs() {
+    let mut exec = Execution::with_metadata(ObjectMeta::namespaced("ns", "exec"));
+    exec.metadata.generation = Some(1);
+    let started = start_standalone_job(&exec, || "j1".into(), "now").expect("never ran");
+    assert_eq!(
+        started.status.as_ref().unwrap().job_id.as_deref(),
+        Some("j1")
+    );
+    // Running: no new job.
+    assert!(start_standalone_job(&started, || "j2".into(), "now").is_none());
+    // Owned by an installation: its jobs come from there.
+    let mut owned = exec.clone();
+    owned.metadata.owner_references = Some(vec![landscaper_store::model::OwnerReference {
+        api_version: "landscaper.gardener.cloud/v1alpha1".into(),
+        kind: "Installation".into(),
+        name: "inst".into(),
+        uid: "u".into(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }]);
+    assert!(start_standalone_job(&owned, || "j1".into(), "now").is_none());
+    // A finished deletion that failed waits for the reconcile annotation.
+    let mut failed = exec.clone();
+    failed.metadata.deletion_timestamp = Some("t".into());
+    failed.status = Some(ExecutionStatus {
+        job_id: Some("j1".into()),
+        job_id_finished: Some("j1".into()),
+        phase: Some(Phase::DeleteFailed),
+        observed_generation: 1,
+        ..Default::default()
+    });
+    assert!(start_standalone_job(&failed, || "j2".into(), "now").is_none());
+    failed
+        .metadata
+        .set_annotation(OPERATION_ANNOTATION, OPERATION_RECONCILE);
+    let retried = start_standalone_job(&failed, || "j2".into(), "now").expect("retry");
+    assert_eq!(retried.metadata.annotation(OPERATION_ANNOTATION), None);
+    // A deletion after a finished install job starts the delete job.
+    let mut deleted = failed.clone();
+    deleted.metadata.remove_annotation(OPERATION_ANNOTATION);
+    deleted.status.as_mut().unwrap().phase = Some(Phase::Succeeded);
+    assert!(start_standalone_job(&deleted, || "j3".into(), "now").is_some());
+}

@@ -146,9 +146,15 @@ impl Reconciler for ExecutionReconciler {
             return Ok(Outcome::Done);
         };
         let execution: Execution = parse(&value)?;
-        let view = self.load_view(&execution)?;
         let now = self.context.now();
-        let step = machine::step(&execution, &view, &now, &mut random_suffix);
+        // A standalone Execution's new job is written together with the step's writes.
+        let started = machine::start_standalone_job(&execution, super::jobs::new_job_id, &now);
+        let execution = started.clone().unwrap_or(execution);
+        let view = self.load_view(&execution)?;
+        let mut step = machine::step(&execution, &view, &now, &mut random_suffix);
+        if step.execution.is_none() {
+            step.execution = started;
+        }
         let removed = step.execution.as_ref().is_some_and(|e| {
             e.metadata.is_deleting() && e.metadata.finalizers.as_ref().is_none_or(Vec::is_empty)
         });

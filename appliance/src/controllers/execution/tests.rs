@@ -422,3 +422,62 @@ fn random_suffixes_use_the_generate_name_alphabet() {
     assert_eq!(s.len(), 5);
     assert!(s.bytes().all(|b| NAME_SUFFIX_ALPHABET.contains(&b)));
 }
+
+/// An Execution that no Installation owns (defined in a manifest file) without a job.
+async fn create_standalone(store: &Store, items: Vec<Value>) {
+    let exec = json!({
+        "apiVersion": "landscaper.gardener.cloud/v1alpha1",
+        "kind": "Execution",
+        "metadata": {"name": "exec", "namespace": "ns"},
+        "spec": {"deployItems": items},
+    });
+    store.commit(Transaction::new().create(exec)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_standalone_execution_runs_reruns_on_change_and_is_deleted() {
+    let (_dir, store) = open_store();
+    let r = reconciler(&store);
+    create_standalone(&store, vec![mock("a", None, &[])]).await;
+    settle(&store, &r).await.unwrap();
+    let exec = load_execution(&store);
+    let status = exec.status.clone().unwrap();
+    assert_eq!(status.phase, Some(Phase::Succeeded));
+    assert!(status.job_id.is_some() && status.job_id == status.job_id_finished);
+    assert_eq!(deploy_items(&store).len(), 1);
+    let first_job = status.job_id.clone();
+
+    // Nothing changed: no new job.
+    settle(&store, &r).await.unwrap();
+    assert_eq!(load_execution(&store).status.unwrap().job_id, first_job);
+
+    // A changed spec (new file revision) starts a new job.
+    let mut changed = store.get(&exec_key()).unwrap().unwrap();
+    changed["spec"]["deployItems"] = json!([mock("b", None, &[])]);
+    store
+        .commit(Transaction::new().update(changed))
+        .await
+        .unwrap();
+    settle(&store, &r).await.unwrap();
+    let status = load_execution(&store).status.unwrap();
+    assert_ne!(status.job_id, first_job);
+    assert_eq!(status.phase, Some(Phase::Succeeded));
+    let names: Vec<String> = deploy_items(&store)
+        .iter()
+        .filter_map(|d| {
+            d.metadata
+                .label(EXECUTION_MANAGED_NAME_LABEL)
+                .map(String::from)
+        })
+        .collect();
+    assert_eq!(names, vec!["b".to_string()]);
+
+    // The file is removed: the Execution and its deploy items go.
+    store
+        .commit(Transaction::new().delete(exec_key(), None))
+        .await
+        .unwrap();
+    settle(&store, &r).await.unwrap();
+    assert!(store.get(&exec_key()).unwrap().is_none());
+    assert!(deploy_items(&store).is_empty());
+}

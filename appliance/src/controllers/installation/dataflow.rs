@@ -400,6 +400,33 @@ pub fn predecessor_closure(
     }
 }
 
+/// The siblings being deleted that `from` transitively waits for during its own deletion
+/// (successors importing its exports, their successors, ...), stopping at siblings that are
+/// not being deleted: all a deletion wait cycle through `from` can consist of.
+pub fn deleting_successor_closure(
+    store: &Store,
+    from: &Installation,
+) -> Result<Vec<Installation>, PhaseError> {
+    let mut seen = BTreeSet::from([name(from).to_string()]);
+    let mut out: Vec<Installation> = Vec::new();
+    let mut next = 0;
+    let mut frontier = importers_of_exports(store, from)?;
+    loop {
+        for candidate in frontier {
+            if candidate.metadata.deletion_timestamp.is_some()
+                && seen.insert(name(&candidate).to_string())
+            {
+                out.push(candidate);
+            }
+        }
+        let Some(current) = out.get(next) else {
+            return Ok(out);
+        };
+        next += 1;
+        frontier = importers_of_exports(store, current)?;
+    }
+}
+
 /// Reads the values of the installation's imports from its scope: data imports from
 /// DataObjects (and, at the root, ConfigMaps and Secrets), target imports from Targets.
 /// Missing objects are a fatal error, as in Landscaper's `ImportsSatisfied`.

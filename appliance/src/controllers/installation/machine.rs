@@ -7,6 +7,7 @@ use landscaper_store::model::{
     Execution, Installation, InstallationStatus, Phase, TransitionTimes,
 };
 
+use super::dataflow::is_successor;
 use crate::controllers::jobs::{is_deletion_phase, is_final, is_finished};
 use crate::controllers::lserror::{LsError, updated_error};
 
@@ -175,6 +176,78 @@ pub fn set_phase(
     s
 }
 
+/// Whether the running job skips its install phase `Init` because the installation is being
+/// deleted: `Init` writes nothing until it succeeds, so nothing of this job exists yet, and
+/// rendering (which needs the blueprint, imports and predecessors) is pointless when the
+/// children are deleted anyway. The job goes on with `InitDelete`, which needs none of that.
+/// (Landscaper runs `Init` first; an unresolvable blueprint then keeps a deleted installation
+/// in `Init` forever.)
+pub fn skips_init_for_deletion(inst: &Installation) -> bool {
+    is_deleting(inst) && phase(inst) == Some(&Phase::Init)
+}
+
+/// Whether a retried (normal) error of `phase` ends the job instead while the installation is
+/// being deleted: `Completing` repeats for missing input (a blueprint directory removed
+/// together with the installation's file) that will not come back, and the deletion job can
+/// only start once this job has finished.
+pub fn gives_up_for_deletion(inst: &Installation, phase: &Phase) -> bool {
+    is_deleting(inst) && *phase == Phase::Completing
+}
+
+/// The error of an installation whose `spec.context` names a Context that does not exist,
+/// worded as Landscaper's `initPrerequisites` (`GetInstallationContext`) reports it.
+pub fn missing_context_error(context: &str) -> LsError {
+    let inner = format!("contexts.landscaper.gardener.cloud {context:?} not found");
+    LsError::new(
+        "InitPrerequisites",
+        "CalculateContext",
+        format!("Op: Context - Reason: GetContext - Message: {inner}"),
+    )
+}
+
+/// The Context an installation needs to exist: `spec.context` unless empty or `default`
+/// (the appliance's implicit Context in every namespace).
+pub fn required_context(inst: &Installation) -> Option<&str> {
+    inst.spec
+        .context
+        .as_deref()
+        .filter(|c| !c.is_empty() && *c != DEFAULT_CONTEXT_NAME)
+}
+
+/// Whether `successor` (a sibling importing exports of `inst`, being deleted) waits, through
+/// siblings that are all being deleted, for `inst` itself: `siblings` are the deleting
+/// successors reachable from `successor`. Such a wait cycle would deadlock Landscaper's rule
+/// "successors that still exist block the deletion"; only the edges inside such a cycle are
+/// ignored, a successor outside it (or not being deleted) still blocks.
+pub fn in_deletion_cycle(
+    inst: &Installation,
+    successor: &Installation,
+    siblings: &[Installation],
+) -> bool {
+    if !is_deleting(inst) || !is_deleting(successor) {
+        return false;
+    }
+    let own = inst.metadata.name.as_deref();
+    let mut seen = vec![successor.metadata.name.as_deref()];
+    let mut frontier = vec![successor];
+    while let Some(current) = frontier.pop() {
+        if is_successor(current, inst) {
+            return true;
+        }
+        for next in siblings {
+            let name = next.metadata.name.as_deref();
+            if name == own || seen.contains(&name) || !is_deleting(next) {
+                continue;
+            }
+            if is_successor(current, next) {
+                seen.push(name);
+                frontier.push(next);
+            }
+        }
+    }
+    false
+}
+
 /// The state of the children while the installation is `Progressing`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChildrenProgress {
@@ -330,6 +403,7 @@ pub fn deleting(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controllers::installation::dataflow;
     use landscaper_store::model::{ExecutionStatus, ObjectMeta};
     use std::collections::BTreeMap;
 
@@ -542,5 +616,85 @@ mod tests {
         let b = with_job(inst("b"), "j", "j", Phase::DeleteFailed);
         assert_eq!(cleanup_orphaned("j", &[b]), OrphanCleanup::AllFailed);
         assert_eq!(cleanup_orphaned("j", &[]), OrphanCleanup::AllGone);
+    }
+
+    /// An installation exporting DataObject `exports` and importing `imports`.
+    fn flow(name: &str, exports: &str, imports: &[&str], deleting: bool) -> Installation {
+        let mut i = inst(name);
+        let imports: Vec<serde_json::Value> = imports
+            .iter()
+            .map(|r| serde_json::json!({"name": format!("in-{r}"), "dataRef": r}))
+            .collect();
+        i.spec = serde_json::from_value(serde_json::json!({
+            "blueprint": {},
+            "imports": {"data": imports},
+            "exports": {"data": [{"name": "out", "dataRef": exports}]},
+        }))
+        .unwrap();
+        if deleting {
+            i.metadata.deletion_timestamp = Some("t".into());
+        }
+        i
+    }
+
+    #[test]
+    fn a_wait_cycle_of_deleting_siblings_is_recognised() {
+        // a <-> b import each other's exports, both deleted: each ignores the other.
+        let a = flow("a", "a-out", &["b-out"], true);
+        let b = flow("b", "b-out", &["a-out"], true);
+        assert!(dataflow::is_successor(&a, &b));
+        assert!(in_deletion_cycle(&a, &b, std::slice::from_ref(&a)));
+        assert!(in_deletion_cycle(&b, &a, std::slice::from_ref(&b)));
+        // A successor that is not being deleted still blocks.
+        let b_kept = flow("b", "b-out", &["a-out"], false);
+        assert!(!in_deletion_cycle(&a, &b_kept, std::slice::from_ref(&a)));
+        // An ordinary successor (no way back to a) blocks although it is being deleted.
+        let c = flow("c", "c-out", &["a-out"], true);
+        assert!(!in_deletion_cycle(&a, &c, &[]));
+    }
+
+    #[test]
+    fn a_longer_cycle_counts_only_through_deleting_siblings() {
+        // a -> b -> c -> a (each imports the previous one's export).
+        let a = flow("a", "a-out", &["c-out"], true);
+        let b = flow("b", "b-out", &["a-out"], true);
+        let c = flow("c", "c-out", &["b-out"], true);
+        assert!(in_deletion_cycle(&a, &b, &[c.clone(), a.clone()]));
+        // c still exists (its file is there): b waits for c, so a waits for b.
+        let c_kept = flow("c", "c-out", &["b-out"], false);
+        assert!(!in_deletion_cycle(&a, &b, &[c_kept]));
+    }
+
+    #[test]
+    fn a_deleted_installation_skips_init_but_finishes_other_install_phases() {
+        let mut i = with_job(inst("a"), "j2", "j1", Phase::Init);
+        assert!(!skips_init_for_deletion(&i));
+        i.metadata.deletion_timestamp = Some("t".into());
+        assert!(skips_init_for_deletion(&i));
+        i.status.as_mut().unwrap().phase = Some(Phase::Progressing);
+        assert!(!skips_init_for_deletion(&i));
+        assert!(gives_up_for_deletion(&i, &Phase::Completing));
+        assert!(!gives_up_for_deletion(&i, &Phase::Progressing));
+        i.metadata.deletion_timestamp = None;
+        assert!(!gives_up_for_deletion(&i, &Phase::Completing));
+    }
+
+    #[test]
+    fn only_named_contexts_other_than_default_are_required() {
+        let mut i = inst("a");
+        assert_eq!(required_context(&i), None);
+        i.spec.context = Some("default".into());
+        assert_eq!(required_context(&i), None);
+        i.spec.context = Some("edge".into());
+        assert_eq!(required_context(&i), Some("edge"));
+        let e = missing_context_error("edge");
+        assert_eq!(
+            (e.operation.as_str(), e.reason.as_str(), e.message.as_str()),
+            (
+                "InitPrerequisites",
+                "CalculateContext",
+                "Op: Context - Reason: GetContext - Message: contexts.landscaper.gardener.cloud \"edge\" not found"
+            )
+        );
     }
 }

@@ -293,6 +293,12 @@ impl InstallationReconciler {
         dirty: bool,
     ) -> Result<Next, ReconcileError> {
         let current = status.phase.clone().unwrap_or(Phase::Init);
+        let error = match error {
+            PhaseError::Normal(e) if machine::gives_up_for_deletion(inst, &current) => {
+                PhaseError::Fatal(e)
+            }
+            other => other,
+        };
         match error {
             PhaseError::Normal(e) => {
                 let key = ObjectKey::new(Kind::Installation, namespace(inst), name(inst));
@@ -306,7 +312,9 @@ impl InstallationReconciler {
                 Ok(Next::Stop(Outcome::RequeueAfter(wait)))
             }
             PhaseError::Fatal(e) => {
-                let failed = if machine::is_deleting(inst) {
+                // As in Landscaper, an install phase fails with `Failed` also while the
+                // installation is being deleted, so that the deletion job can start after it.
+                let failed = if jobs::is_deletion_phase(Some(&current)) {
                     Phase::DeleteFailed
                 } else {
                     Phase::Failed
@@ -330,6 +338,10 @@ impl InstallationReconciler {
             return Ok(Next::Defer(with_status(value.clone(), &s)));
         }
         let status = inst.status.clone().unwrap_or_default();
+        if machine::skips_init_for_deletion(inst) {
+            let s = machine::set_phase(&status, Phase::InitDelete, None, &now);
+            return Ok(Next::Defer(with_status(value.clone(), &s)));
+        }
         let job_id = status.job_id.clone().unwrap_or_default();
         let phase = status.phase.clone().unwrap_or(Phase::Init);
         let result: Result<(Phase, Transaction, InstallationStatus), PhaseError> = match phase {
@@ -552,7 +564,8 @@ impl InstallationReconciler {
                 }
             }
         }
-        // (b) blueprint.
+        // (b) context, blueprint.
+        self.check_context(inst)?;
         let blueprint = dataflow::load_blueprint(inst, self.context.manifests_dir.as_deref())?;
         // (c) predecessors; no sibling exports the same object.
         self.check_duplicate_exports(inst)?;
@@ -659,6 +672,24 @@ impl InstallationReconciler {
         }
         s.imports_hash = Some(hash);
         Ok((Phase::CleanupOrphaned, tx, s))
+    }
+
+    /// Landscaper's `GetExternalContext`: the Context named in `spec.context` must exist
+    /// (fatal otherwise, as in Landscaper; the deploy items would need it).
+    fn check_context(&self, inst: &Installation) -> Result<(), PhaseError> {
+        let Some(context) = machine::required_context(inst) else {
+            return Ok(());
+        };
+        let key = ObjectKey::new(Kind::Context, namespace(inst), context);
+        match self.context.store.get(&key) {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(PhaseError::Fatal(machine::missing_context_error(context))),
+            Err(e) => Err(PhaseError::Normal(LsError::new(
+                "InitPrerequisites",
+                "CalculateContext",
+                e.to_string(),
+            ))),
+        }
     }
 
     /// Two siblings exporting the same DataObject or Target would overwrite each other's
@@ -833,6 +864,54 @@ impl InstallationReconciler {
         Ok((Phase::Succeeded, tx, status.clone()))
     }
 
+    /// Landscaper's `checkIfSiblingImports`: a sibling that imports an export of `inst` and
+    /// still exists blocks the deletion (a normal error), or fails it when its own deletion
+    /// failed. A successor that is being deleted and itself waits (through siblings being
+    /// deleted) for `inst` is ignored: those installations would otherwise wait for each
+    /// other forever. A cycle among siblings can never install (Init fails it), so there is
+    /// no order of teardown to keep; a successor outside the cycle still blocks.
+    fn check_successors(&self, inst: &Installation) -> Result<(), PhaseError> {
+        const OP: &str = "CheckSuccessorSibling";
+        for sibling in dataflow::importers_of_exports(&self.context.store, inst)? {
+            if !dataflow::is_successor(inst, &sibling) {
+                continue;
+            }
+            if machine::is_deleting(&sibling) {
+                let waits_for =
+                    dataflow::deleting_successor_closure(&self.context.store, &sibling)?;
+                if machine::in_deletion_cycle(inst, &sibling, &waits_for) {
+                    continue;
+                }
+            }
+            let st = sibling.status.clone().unwrap_or_default();
+            if st.phase == Some(Phase::DeleteFailed)
+                && jobs::is_finished(st.job_id.as_deref(), st.job_id_finished.as_deref())
+                && sibling.metadata.deletion_timestamp.is_some()
+            {
+                return Err(PhaseError::Fatal(
+                    LsError::new(
+                        OP,
+                        "SiblingDeleteError",
+                        format!("deletion of a sibling failed: {}", name(&sibling)),
+                    )
+                    .with_code(ERR_FOR_INFO_ONLY),
+                ));
+            }
+            return Err(PhaseError::Normal(
+                LsError::new(
+                    OP,
+                    "SiblingImport",
+                    format!(
+                        "a sibling still imports some of the exports: {}",
+                        name(&sibling)
+                    ),
+                )
+                .with_code(ERR_FOR_INFO_ONLY),
+            ));
+        }
+        Ok(())
+    }
+
     /// `InitDelete`: successors first (unless ignored), then the children are deleted.
     fn phase_init_delete(
         &self,
@@ -850,30 +929,7 @@ impl InstallationReconciler {
                 .and_then(|o| o.has_no_sibling_exports)
                 == Some(true);
         if !ignore {
-            for sibling in dataflow::importers_of_exports(&self.context.store, inst)? {
-                if !dataflow::is_successor(inst, &sibling) {
-                    continue;
-                }
-                let st = sibling.status.clone().unwrap_or_default();
-                if st.phase == Some(Phase::DeleteFailed)
-                    && jobs::is_finished(st.job_id.as_deref(), st.job_id_finished.as_deref())
-                    && sibling.metadata.deletion_timestamp.is_some()
-                {
-                    return Err(PhaseError::Fatal(LsError::new(
-                        OP,
-                        "SuccessorDeleteFailed",
-                        format!("deletion of successor {} failed", name(&sibling)),
-                    )));
-                }
-                return Err(PhaseError::Normal(LsError::new(
-                    OP,
-                    "DeletionNotAllowed",
-                    format!(
-                        "deletion not allowed: installation {} imports exports of this installation and must be deleted first",
-                        name(&sibling)
-                    ),
-                )));
-            }
+            self.check_successors(inst)?;
         }
         let without_uninstall =
             machine::annotation(inst, DELETE_WITHOUT_UNINSTALL_ANNOTATION) == Some("true");

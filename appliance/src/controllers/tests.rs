@@ -1,0 +1,162 @@
+//! The controllers running together on a real store: successors woken by their predecessors,
+//! templates rendered off the async workers, objects the installation cannot own.
+
+use std::time::{Duration, Instant};
+
+use landscaper_store::{Kind, LabelSelector, ObjectKey, Store, StoreOptions, Transaction};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{ControllerConfig, ControllerContext};
+
+fn open_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let options = StoreOptions {
+        durable: false,
+        ..StoreOptions::default()
+    };
+    let store = Store::open(&dir.path().join("store.redb"), options).unwrap();
+    (dir, store)
+}
+
+/// A blueprint with one mock deploy item whose export `out` is `{"step": <n>}`, importing
+/// `cfg` when `imports`.
+fn chain_blueprint(n: usize, imports: bool) -> String {
+    let imports = if imports {
+        "imports:\n- name: cfg\n  schema: {type: object}\n"
+    } else {
+        ""
+    };
+    format!(
+        r#"apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+{imports}exports:
+- name: out
+  schema: {{type: object}}
+deployExecutions:
+- name: default
+  type: GoTemplate
+  template: |
+    deployItems:
+    - name: item
+      type: landscaper.gardener.cloud/mock
+      config:
+        apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+        kind: ProviderConfiguration
+exportExecutions:
+- name: out
+  type: GoTemplate
+  template: |
+    exports:
+      out: {{"step": {n}}}
+"#
+    )
+}
+
+/// Root installation `chain-<n>` exporting DataObject `link-<n>` and (for n > 0) importing
+/// `link-<n-1>`.
+fn chain_installation(n: usize) -> Value {
+    let mut spec = json!({
+        "blueprint": {"inline": {"filesystem": {"blueprint.yaml": chain_blueprint(n, n > 0)}}},
+        "exports": {"data": [{"name": "out", "dataRef": format!("link-{n}")}]},
+    });
+    if n > 0 {
+        spec["imports"] = json!({"data": [{"name": "cfg", "dataRef": format!("link-{}", n - 1)}]});
+    }
+    json!({
+        "apiVersion": "landscaper.gardener.cloud/v1alpha1",
+        "kind": "Installation",
+        "metadata": {
+            "name": format!("chain-{n}"),
+            "namespace": "ns",
+            "annotations": {"landscaper.gardener.cloud/operation": "reconcile"},
+        },
+        "spec": spec,
+    })
+}
+
+fn phase(v: &Value) -> &str {
+    v.pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn job_finished(v: &Value) -> bool {
+    v.pointer("/status/jobID").is_some()
+        && v.pointer("/status/jobID") == v.pointer("/status/jobIDFinished")
+}
+
+fn installations(store: &Store) -> Vec<Value> {
+    store
+        .list(Kind::Installation, Some("ns"), &LabelSelector::default())
+        .unwrap()
+        .items
+}
+
+/// Waits until every installation in `ns` has finished its job in phase Succeeded, or `timeout`.
+async fn all_succeeded(store: &Store, count: usize, timeout: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let items = installations(store);
+        let done = items
+            .iter()
+            .filter(|i| phase(i) == "Succeeded" && job_finished(i))
+            .count();
+        if done == count && items.len() == count {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            let states: Vec<String> = items
+                .iter()
+                .map(|i| {
+                    format!(
+                        "{}: {} {}",
+                        i["metadata"]["name"],
+                        phase(i),
+                        i.pointer("/status/lastError/message")
+                            .cloned()
+                            .unwrap_or_default()
+                    )
+                })
+                .collect();
+            return Err(format!("after {timeout:?}: {states:#?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The controllers with waits and error retries so long that only events move objects on.
+fn slow_timer_config() -> ControllerConfig {
+    let mut config = ControllerConfig {
+        wait_interval_min: Duration::from_secs(600),
+        wait_interval_max: Duration::from_secs(600),
+        resync_interval: Duration::from_secs(3600),
+        ..ControllerConfig::default()
+    };
+    config.workers.error_backoff_base = Duration::from_secs(600);
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_of_root_installations_is_woken_by_each_predecessor_not_by_timers() {
+    let (_dir, store) = open_store();
+    let cancel = CancellationToken::new();
+    let context = ControllerContext::new(store.clone(), slow_timer_config());
+    let controllers = tokio::spawn(super::run(context, cancel.clone()));
+    const N: usize = 5;
+    // All at once, successors first: each must wait for its predecessor.
+    let mut tx = Transaction::new();
+    for n in (0..N).rev() {
+        tx = tx.create(chain_installation(n));
+    }
+    store.commit(tx).await.unwrap();
+    let result = all_succeeded(&store, N, Duration::from_secs(30)).await;
+    cancel.cancel();
+    let _ = controllers.await;
+    result.unwrap();
+    let last = store
+        .get(&ObjectKey::new(Kind::DataObject, "ns", "link-4"))
+        .unwrap()
+        .expect("the last export");
+    assert_eq!(last["data"], json!({"step": 4}));
+}

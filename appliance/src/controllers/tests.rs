@@ -81,9 +81,9 @@ fn phase(v: &Value) -> &str {
         .unwrap_or("")
 }
 
-fn job_finished(v: &Value) -> bool {
-    v.pointer("/status/jobID").is_some()
-        && v.pointer("/status/jobID") == v.pointer("/status/jobIDFinished")
+/// Finished, with no further job requested.
+fn settled(v: &Value) -> bool {
+    super::events::finished_for_successors(v)
 }
 
 fn installations(store: &Store) -> Vec<Value> {
@@ -93,14 +93,15 @@ fn installations(store: &Store) -> Vec<Value> {
         .items
 }
 
-/// Waits until every installation in `ns` has finished its job in phase Succeeded, or `timeout`.
+/// Waits until every installation in `ns` has finished its job in phase Succeeded and no new
+/// one is requested, or `timeout`.
 async fn all_succeeded(store: &Store, count: usize, timeout: Duration) -> Result<(), String> {
     let deadline = Instant::now() + timeout;
     loop {
         let items = installations(store);
         let done = items
             .iter()
-            .filter(|i| phase(i) == "Succeeded" && job_finished(i))
+            .filter(|i| phase(i) == "Succeeded" && settled(i))
             .count();
         if done == count && items.len() == count {
             return Ok(());

@@ -1080,6 +1080,10 @@ fn execution_object(
 impl Reconciler for InstallationReconciler {
     const KIND: Kind = Kind::Installation;
 
+    async fn record_failure(&self, key: &ObjectKey, error: &LsError) -> Result<(), ReconcileError> {
+        super::jobs::record_last_error(&self.context, key, error).await
+    }
+
     async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
         // Steps that need no waiting follow each other at once, as in Landscaper's
         // fall-through from phase to phase; each commits on its own.

@@ -263,7 +263,7 @@ async fn a_slow_template_does_not_stall_the_other_installations() {
         &slow,
         Duration::from_secs(300),
         "slow to finish",
-        |v| settled(v),
+        settled,
     )
     .await;
     let slow_done = started.elapsed();

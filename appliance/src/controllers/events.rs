@@ -1,11 +1,18 @@
 //! From store changes to work-queue keys: an object's own key, and the objects that wait on
-//! it (a deploy item's Execution, an Execution's Installation, an Installation's parent, and
-//! the siblings connected to a removed Installation by data flow, which may wait for it).
+//! it (a deploy item's Execution, an Execution's Installation, an Installation's parent, the
+//! successors of an Installation that finished its job, and the siblings connected to a
+//! removed Installation by data flow, which may wait for it).
 
 use std::time::Duration;
 
+use landscaper_store::flow::installation_flows;
 use landscaper_store::model::Installation;
-use landscaper_store::{Change, ChangeType, Kind, LabelSelector, ObjectKey, Store, object};
+use landscaper_store::model::constants::{
+    ENCOMPASSED_BY_LABEL, OPERATION_ANNOTATION, OPERATION_RECONCILE,
+};
+use landscaper_store::{
+    Change, ChangeType, FlowDirection, FlowRef, Kind, LabelSelector, ObjectKey, Store, object,
+};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -62,6 +69,59 @@ pub fn flow_neighbours(store: &Store, object: &Value) -> Vec<ObjectKey> {
             )
         })
         .collect()
+}
+
+/// Whether an installation is what its successors' predecessor check waits for: its job has
+/// finished in a final phase and no new job is requested (the reconcile annotation of a root
+/// starts one). Successors waiting in `Init` can go on (or fail, after a failed predecessor).
+pub fn finished_for_successors(object: &Value) -> bool {
+    let status = object.get("status");
+    let field = |name: &str| status.and_then(|s| s.get(name)).and_then(Value::as_str);
+    field("jobID").is_some()
+        && field("jobID") == field("jobIDFinished")
+        && field("phase").is_some_and(super::jobs::is_final_text)
+        && object
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(OPERATION_ANNOTATION))
+            .and_then(Value::as_str)
+            != Some(OPERATION_RECONCILE)
+}
+
+/// The installations of the same scope (namespace and parent) that import something the
+/// installation `object` exports, by name from the store's data-flow index (no object reads).
+pub fn importers_of(store: &Store, object: &Value) -> Vec<ObjectKey> {
+    let namespace = object::namespace(object);
+    let parent = object
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(ENCOMPASSED_BY_LABEL))
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty());
+    let own = object::name(object);
+    let mut keys: Vec<ObjectKey> = Vec::new();
+    for (direction, kind, reference) in installation_flows(object) {
+        if direction != FlowDirection::Export {
+            continue;
+        }
+        let flow = FlowRef {
+            direction: FlowDirection::Import,
+            kind,
+            reference: &reference,
+        };
+        match store.installations_by_flow(namespace, parent, flow) {
+            Ok(names) => keys.extend(
+                names
+                    .into_iter()
+                    .filter(|n| n != own)
+                    .map(|n| ObjectKey::new(Kind::Installation, namespace, n)),
+            ),
+            Err(e) => {
+                tracing::warn!(installation = %own, error = %e, "looking up the successors failed")
+            }
+        }
+    }
+    keys.sort_by(|a, b| a.name.cmp(&b.name));
+    keys.dedup();
+    keys
 }
 
 /// Kubernetes' background cascading deletion: the objects owned by a removed object are
@@ -145,6 +205,16 @@ pub async fn feed(store: Store, queues: Queues, resync: Duration, cancel: Cancel
                         for key in keys_for_change(change) {
                             enqueue(&queues, key);
                         }
+                        // Successors wait in Init for this one: wake them when it is done
+                        // rather than on their growing re-check timers.
+                        if change.key.kind == Kind::Installation
+                            && change.change_type != ChangeType::Deleted
+                            && finished_for_successors(&change.object)
+                        {
+                            for key in importers_of(&store, &change.object) {
+                                enqueue(&queues, key);
+                            }
+                        }
                         if change.change_type == ChangeType::Deleted {
                             if change.key.kind == Kind::Installation {
                                 for key in flow_neighbours(&store, &change.object) {
@@ -199,6 +269,26 @@ mod tests {
                 ObjectKey::new(Kind::Installation, "ns", "inst")
             ]
         );
+    }
+
+    #[test]
+    fn successors_are_woken_once_the_job_finished_and_no_new_one_is_requested() {
+        let done = json!({"metadata": {"name": "a", "namespace": "ns"},
+            "status": {"phase": "Succeeded", "jobID": "j1", "jobIDFinished": "j1"}});
+        assert!(finished_for_successors(&done));
+        let mut failed = done.clone();
+        failed["status"]["phase"] = json!("Failed");
+        assert!(finished_for_successors(&failed));
+        let mut running = done.clone();
+        running["status"]["jobID"] = json!("j2");
+        assert!(!finished_for_successors(&running));
+        let mut requested = done.clone();
+        requested["metadata"]["annotations"] =
+            json!({"landscaper.gardener.cloud/operation": "reconcile"});
+        assert!(!finished_for_successors(&requested));
+        let mut fresh = done.clone();
+        fresh["status"] = json!({});
+        assert!(!finished_for_successors(&fresh));
     }
 
     #[test]

@@ -5,10 +5,14 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use landscaper_store::model::Phase;
-use landscaper_store::{Kind, ObjectKey, object};
+use landscaper_store::model::{DeployItemStatus, Error as StatusError, Phase};
+use landscaper_store::{Kind, ObjectKey, Transaction, object};
 use serde::Serialize;
 use serde_json::{Value, json};
+
+use super::ControllerContext;
+use super::lserror::{LsError, updated_error};
+use super::runtime::ReconcileError;
 
 /// A new job ID (a random UUID, as Landscaper's `uuid.New()`).
 pub fn new_job_id() -> String {
@@ -60,6 +64,54 @@ pub fn with_status<S: Serialize>(mut object: Value, status: &S) -> Value {
         );
     }
     object
+}
+
+/// Records `error` as the object's `status.lastError` (Landscaper's `TryUpdateLsError`; for a
+/// deploy item also `firstError` and `lastErrors`), for failures outside the phase machines
+/// such as a panicking reconcile. Writes nothing when the object is gone or the error is
+/// recorded already, so a failure that repeats does not make a new revision each time.
+pub async fn record_last_error(
+    context: &ControllerContext,
+    key: &ObjectKey,
+    error: &LsError,
+) -> Result<(), ReconcileError> {
+    let Some(value) = context.store.get(key)? else {
+        return Ok(());
+    };
+    let now = context.now();
+    let status = value.get("status").cloned().unwrap_or_else(|| json!({}));
+    let updated = if key.kind == Kind::DeployItem {
+        let mut status: DeployItemStatus = serde_json::from_value(status)
+            .map_err(|e| ReconcileError::Transient(format!("{key}: status: {e}")))?;
+        let last = updated_error(status.last_error.as_ref(), Some(error), &now);
+        if last == status.last_error {
+            return Ok(());
+        }
+        super::deployitem::contract::set_last_error(&mut status, last);
+        with_status(value, &status)
+    } else {
+        let current: Option<StatusError> = status
+            .get("lastError")
+            .and_then(|e| serde_json::from_value(e.clone()).ok());
+        let last = updated_error(current.as_ref(), Some(error), &now);
+        if last == current {
+            return Ok(());
+        }
+        let mut status = match status {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        status.insert(
+            "lastError".into(),
+            serde_json::to_value(&last).unwrap_or(Value::Null),
+        );
+        with_status(value, &status)
+    };
+    context
+        .store
+        .commit(Transaction::new().update(updated))
+        .await?;
+    Ok(())
 }
 
 pub fn set_annotation(object: &mut Value, key: &str, value: Option<&str>) {

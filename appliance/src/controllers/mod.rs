@@ -19,6 +19,8 @@ pub mod jobs;
 pub mod lserror;
 pub mod queue;
 pub mod runtime;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -342,6 +342,14 @@ fn key_of(item: &DeployItem) -> String {
 impl Reconciler for DeployItemReconciler {
     const KIND: Kind = Kind::DeployItem;
 
+    async fn record_failure(
+        &self,
+        key: &ObjectKey,
+        error: &super::lserror::LsError,
+    ) -> Result<(), ReconcileError> {
+        super::jobs::record_last_error(&self.context, key, error).await
+    }
+
     async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
         let Some(raw) = self.context.store.get(key)? else {
             return Ok(Outcome::Done);

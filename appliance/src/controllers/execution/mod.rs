@@ -140,6 +140,14 @@ fn random_suffix() -> String {
 impl Reconciler for ExecutionReconciler {
     const KIND: Kind = Kind::Execution;
 
+    async fn record_failure(
+        &self,
+        key: &ObjectKey,
+        error: &super::lserror::LsError,
+    ) -> Result<(), ReconcileError> {
+        super::jobs::record_last_error(&self.context, key, error).await
+    }
+
     async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
         let Some(value) = self.context.store.get(key)? else {
             self.waits.forget(key);

@@ -345,7 +345,7 @@ impl InstallationReconciler {
         let job_id = status.job_id.clone().unwrap_or_default();
         let phase = status.phase.clone().unwrap_or(Phase::Init);
         let result: Result<(Phase, Transaction, InstallationStatus), PhaseError> = match phase {
-            Phase::Init => self.phase_init(value, inst, &status, &job_id),
+            Phase::Init => self.phase_init(value, inst, &status, &job_id).await,
             Phase::CleanupOrphaned => {
                 let (subs, _) = self.children(value)?;
                 let deleting: Vec<Installation> = subs
@@ -432,7 +432,7 @@ impl InstallationReconciler {
                     }
                 }
             }
-            Phase::Completing => self.phase_completing(value, inst, &status, &job_id),
+            Phase::Completing => self.phase_completing(value, inst, &status, &job_id).await,
             Phase::InitDelete => self.phase_init_delete(value, inst, &status, &job_id),
             Phase::Deleting => {
                 let (subs, execution) = self.children(value)?;
@@ -536,7 +536,7 @@ impl InstallationReconciler {
     }
 
     /// `Init`: blueprint, predecessors, imports and their hash, import objects, subobjects.
-    fn phase_init(
+    async fn phase_init(
         &self,
         value: &Value,
         inst: &Installation,
@@ -573,7 +573,17 @@ impl InstallationReconciler {
         // (d), (e) imports.
         let values = dataflow::read_import_values(store, inst)?;
         let hash = dataflow::imports_hash(&values);
-        let bindings = dataflow::construct_blueprint_imports(inst, &blueprint, &values)?;
+        // The templates (import executions and mappings, deploy and subinstallation
+        // executions) of (e), (g) and (h), rendered off the async workers.
+        let (bindings, rendered) = {
+            let (inst, blueprint) = (inst.clone(), blueprint.clone());
+            render_off_async_workers(OP, move || {
+                let bindings = dataflow::construct_blueprint_imports(&inst, &blueprint, &values)?;
+                let rendered = dataflow::render_subobjects(&inst, &blueprint, &bindings)?;
+                Ok((bindings, rendered))
+            })
+            .await?
+        };
         // (f) imports into the own scope.
         for o in dataflow::import_objects(inst, value, &blueprint, &bindings, job_id) {
             if let Some(w) = upsert(store, o)? {
@@ -581,7 +591,6 @@ impl InstallationReconciler {
             }
         }
         // (g), (h) subinstallations and execution.
-        let rendered = dataflow::render_subobjects(inst, &blueprint, &bindings)?;
         let (subs, execution) = self
             .children(value)
             .map_err(|e| PhaseError::Normal(LsError::new(OP, "ListSubobjects", e.to_string())))?;
@@ -655,7 +664,29 @@ impl InstallationReconciler {
             match &execution {
                 Some((current, _)) if current.get("spec") == exec.get("spec") => {}
                 Some(_) => tx = tx.update(exec),
-                None => tx = tx.create(exec),
+                None => {
+                    let key = ObjectKey::new(Kind::Execution, ns, name(inst));
+                    if store
+                        .get(&key)
+                        .map_err(|e| {
+                            PhaseError::Normal(LsError::new(OP, "GetExecution", e.to_string()))
+                        })?
+                        .is_some()
+                    {
+                        // Not among the children: someone else's, e.g. written into the
+                        // manifests folder. Creating it would fail (AlreadyExists) each time.
+                        tracing::warn!(installation = %format!("{ns}/{}", name(inst)), execution = %key, "the installation's execution name is taken by an execution it does not own");
+                        return Err(PhaseError::Normal(LsError::new(
+                            OP,
+                            "CreateOrUpdateExecution",
+                            format!(
+                                "execution {ns}/{} exists and is not owned by this installation: remove it or rename one of them",
+                                name(inst)
+                            ),
+                        )));
+                    }
+                    tx = tx.create(exec)
+                }
             }
             s.execution_reference = Some(ObjectReference {
                 name: name(inst).to_string(),
@@ -781,7 +812,7 @@ impl InstallationReconciler {
     }
 
     /// `Completing`: context cleanup, unchanged imports and spec, exports written.
-    fn phase_completing(
+    async fn phase_completing(
         &self,
         value: &Value,
         inst: &Installation,
@@ -834,9 +865,15 @@ impl InstallationReconciler {
                 .with_code(ERR_FOR_INFO_ONLY),
             ));
         }
-        // (c), (d) exports.
-        let bindings = dataflow::construct_blueprint_imports(inst, &blueprint, &values)?;
-        let exports = dataflow::construct_exports(store, inst, &blueprint, &bindings)?;
+        // (c), (d) exports: the templates rendered off the async workers.
+        let exports = {
+            let (store, inst, blueprint) = (store.clone(), inst.clone(), blueprint.clone());
+            render_off_async_workers(OP, move || {
+                let bindings = dataflow::construct_blueprint_imports(&inst, &blueprint, &values)?;
+                dataflow::construct_exports(&store, &inst, &blueprint, &bindings)
+            })
+            .await?
+        };
         for o in dataflow::export_objects(inst, value, &exports, job_id)? {
             let key = ObjectKey::new(
                 object::kind_of(&o).map_err(|e| {
@@ -959,6 +996,23 @@ impl InstallationReconciler {
         let _ = job_id;
         Ok((Phase::TriggerDelete, tx, status.clone()))
     }
+}
+
+/// Runs template rendering (blueprints are untrusted input) on the blocking pool, so that a
+/// slow template does not stall the other reconciles, the API or the change feed.
+async fn render_off_async_workers<T: Send + 'static>(
+    op: &str,
+    render: impl FnOnce() -> Result<T, PhaseError> + Send + 'static,
+) -> Result<T, PhaseError> {
+    super::runtime::off_async_workers(render)
+        .await
+        .unwrap_or_else(|| {
+            Err(PhaseError::Normal(LsError::new(
+                op,
+                "Render",
+                "rendering was cancelled: the controllers are stopping",
+            )))
+        })
 }
 
 /// A create of `desired`, or an unconditional update when it exists (keeping the stored
@@ -1135,6 +1189,10 @@ fn execution_object(
 
 impl Reconciler for InstallationReconciler {
     const KIND: Kind = Kind::Installation;
+
+    async fn record_failure(&self, key: &ObjectKey, error: &LsError) -> Result<(), ReconcileError> {
+        super::jobs::record_last_error(&self.context, key, error).await
+    }
 
     async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
         // Steps that need no waiting follow each other at once, as in Landscaper's

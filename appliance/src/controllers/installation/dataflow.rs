@@ -664,14 +664,50 @@ pub fn construct_blueprint_imports(
     Ok(bindings)
 }
 
+/// Whether an installation's import values may hold values read from a Secret: one of its data
+/// imports is a `secretRef`, or a `dataRef` to a DataObject marked [`FROM_SECRET_ANNOTATION`]
+/// (a parent's import copied from a Secret). Import mappings and executions may mix any
+/// import into any value, so then all its import DataObjects are marked.
+pub fn imports_from_secrets(store: &Store, inst: &Installation) -> Result<bool, PhaseError> {
+    let scope = parent_scope(inst);
+    for imp in inst.spec.data_imports() {
+        if imp.secret_ref.is_some() {
+            return Ok(true);
+        }
+        if let Some(r) = &imp.data_ref {
+            let key = ObjectKey::new(
+                Kind::DataObject,
+                namespace(inst),
+                generate_data_object_name(&scope, r),
+            );
+            let marked = store
+                .get(&key)
+                .map_err(|e| store_error("ImportsSatisfied", e))?
+                .is_some_and(|o| {
+                    object::annotations(&o)
+                        .get(FROM_SECRET_ANNOTATION)
+                        .map(String::as_str)
+                        == Some("true")
+                });
+            if marked {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
 /// The DataObjects and Targets that publish the blueprint imports into the installation's own
-/// scope, so that its children can import them.
+/// scope, so that its children can import them. With `from_secret` ([`imports_from_secrets`])
+/// the DataObjects are marked [`FROM_SECRET_ANNOTATION`], so that readers without the API
+/// token see them redacted.
 pub fn import_objects(
     inst: &Installation,
     inst_value: &Value,
     blueprint: &Blueprint,
     bindings: &Bindings,
     job_id: &str,
+    from_secret: bool,
 ) -> Vec<Value> {
     let scope = own_scope(inst);
     let ns = namespace(inst);
@@ -694,18 +730,24 @@ pub fn import_objects(
             continue;
         };
         match def.import_type() {
-            Some(ImportType::Data) => out.push(json!({
-                "apiVersion": Kind::DataObject.api_version(),
-                "kind": "DataObject",
-                "metadata": {
-                    "name": generate_data_object_name(&scope, &def.name),
-                    "namespace": ns,
-                    "labels": labels(&def.name),
-                    "annotations": {DATA_OBJECT_HASH_ANNOTATION: content_hash(value)},
-                    "ownerReferences": [owner.clone()],
-                },
-                "data": value,
-            })),
+            Some(ImportType::Data) => {
+                let mut annotations = json!({DATA_OBJECT_HASH_ANNOTATION: content_hash(value)});
+                if from_secret {
+                    annotations[FROM_SECRET_ANNOTATION] = json!("true");
+                }
+                out.push(json!({
+                    "apiVersion": Kind::DataObject.api_version(),
+                    "kind": "DataObject",
+                    "metadata": {
+                        "name": generate_data_object_name(&scope, &def.name),
+                        "namespace": ns,
+                        "labels": labels(&def.name),
+                        "annotations": annotations,
+                        "ownerReferences": [owner.clone()],
+                    },
+                    "data": value,
+                }));
+            }
             Some(ImportType::Target) => {
                 out.push(target_copy(
                     value,
@@ -1329,7 +1371,7 @@ imports:
                 .unwrap()
                 .clone(),
         );
-        let objects = import_objects(&inst, &inst_value, &blueprint, &bindings, "job-1");
+        let objects = import_objects(&inst, &inst_value, &blueprint, &bindings, "job-1", false);
         let named = |n: &str| {
             objects
                 .iter()

@@ -561,8 +561,9 @@ impl InstallationReconciler {
         let values = dataflow::read_import_values(store, inst)?;
         let hash = dataflow::imports_hash(&values);
         let bindings = dataflow::construct_blueprint_imports(inst, &blueprint, &values)?;
-        // (f) imports into the own scope.
-        for o in dataflow::import_objects(inst, value, &blueprint, &bindings, job_id) {
+        // (f) imports into the own scope (marked when they may hold Secret values).
+        let from_secret = dataflow::imports_from_secrets(store, inst)?;
+        for o in dataflow::import_objects(inst, value, &blueprint, &bindings, job_id, from_secret) {
             if let Some(w) = upsert(store, o)? {
                 tx.writes.push(w);
             }

@@ -1393,6 +1393,83 @@ imports:
     }
 
     #[test]
+    fn imports_from_secrets_follow_the_copies() {
+        let (_dir, store) = open_store();
+        let marked = |name: &str| {
+            let mut o = data_object(name, json!({}), json!("s3cret"));
+            o["metadata"]["annotations"] = json!({FROM_SECRET_ANNOTATION: "true"});
+            o
+        };
+        // The parent `p` published `pw` (from a Secret) and `cfg` (plain) into its scope.
+        put(
+            &store,
+            vec![
+                marked(&generate_data_object_name("Inst.p", "pw")),
+                data_object(
+                    &generate_data_object_name("Inst.p", "cfg"),
+                    json!({}),
+                    json!(1),
+                ),
+            ],
+        );
+        let root =
+            |imports: Value| installation("root", None, json!({"imports": {"data": imports}}));
+        let child =
+            |imports: Value| installation("c", Some("p"), json!({"imports": {"data": imports}}));
+        let from_secret = |inst: &Installation| imports_from_secrets(&store, inst).unwrap();
+        assert!(from_secret(&root(
+            json!([{"name": "a", "secretRef": {"name": "s"}}])
+        )));
+        assert!(!from_secret(&root(
+            json!([{"name": "a", "configMapRef": {"name": "c"}}])
+        )));
+        assert!(from_secret(&child(json!([{"name": "a", "dataRef": "pw"}]))));
+        assert!(!from_secret(&child(
+            json!([{"name": "a", "dataRef": "cfg"}])
+        )));
+        assert!(!from_secret(&child(
+            json!([{"name": "a", "dataRef": "missing"}])
+        )));
+        assert!(from_secret(&child(json!([
+            {"name": "a", "dataRef": "cfg"}, {"name": "b", "dataRef": "pw"}]))));
+
+        // The copies are marked; targets are redacted on their own and stay unmarked.
+        let inst_value = json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1",
+            "kind": "Installation", "metadata": {"name": "root", "namespace": "ns", "uid": "u"},
+            "spec": {}});
+        let inst: Installation = from_value(&inst_value).unwrap();
+        let blueprint = Blueprint::from_yamlfs(&json!({"blueprint.yaml": "
+apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+imports:
+- name: pw
+  schema: {type: string}
+- name: cluster
+  type: target
+  targetType: landscaper.gardener.cloud/kubernetes-cluster
+"}))
+        .unwrap();
+        let bindings = Bindings::with_imports(
+            json!({"pw": "s3cret", "cluster": target("x", json!({}), "kc")})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        for flag in [true, false] {
+            let objects = import_objects(&inst, &inst_value, &blueprint, &bindings, "j", flag);
+            let annotation = |kind: &str| {
+                objects
+                    .iter()
+                    .find(|o| o["kind"] == kind)
+                    .map(|o| object::annotations(o).get(FROM_SECRET_ANNOTATION).cloned())
+                    .unwrap()
+            };
+            assert_eq!(annotation("DataObject"), flag.then(|| "true".to_string()));
+            assert_eq!(annotation("Target"), None);
+        }
+    }
+
+    #[test]
     fn duplicate_exports_among_siblings_are_named() {
         let exporter = |name: &str, data: &str, target: &str| {
             installation(

@@ -63,7 +63,11 @@ async fn clients_that_never_finish_their_headers_are_disconnected() {
         closed.is_some(),
         "the server kept a connection without complete headers open for 10 s"
     );
-    assert!(started.elapsed() >= HEADER_TIMEOUT / 2, "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= HEADER_TIMEOUT / 2,
+        "{:?}",
+        started.elapsed()
+    );
     // A connection that sends nothing at all.
     let mut silent = TcpStream::connect(address).await.unwrap();
     assert!(
@@ -87,7 +91,11 @@ async fn clients_that_never_finish_their_headers_are_disconnected() {
         .await
         .expect("the watch ends after its timeoutSeconds");
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    assert!(started.elapsed() >= Duration::from_millis(1500), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        started.elapsed()
+    );
 
     cancel.cancel();
     tokio::time::timeout(Duration::from_secs(15), server)

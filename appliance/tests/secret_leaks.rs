@@ -32,7 +32,7 @@ fn malformed_manifests() -> Vec<(String, String)> {
     let mut files = Vec::new();
     for field in ["data", "stringData"] {
         for value in [
-            format!("{MARKER}"),
+            MARKER.to_string(),
             format!("\"{MARKER}\""),
             format!("'{MARKER}'"),
             format!("|\n    password: {MARKER}"),

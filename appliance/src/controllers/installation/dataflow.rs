@@ -586,8 +586,14 @@ pub fn key_values(
     name: &str,
 ) -> Result<Value, String> {
     let parse = |k: &str, bytes: &[u8]| -> Result<Value, String> {
-        parse_yaml(&String::from_utf8_lossy(bytes))
-            .map_err(|e| format!("import {import:?}: {kind} {name} key {k}: {e}"))
+        parse_yaml(&String::from_utf8_lossy(bytes)).map_err(|e| {
+            if kind == "Secret" {
+                // The parser's message quotes the text: never a Secret's.
+                format!("import {import:?}: {kind} {name} key {k}: not valid YAML (the value is not shown)")
+            } else {
+                format!("import {import:?}: {kind} {name} key {k}: {e}")
+            }
+        })
     };
     match key.filter(|k| !k.is_empty()) {
         Some(k) => match data.get(k) {
@@ -1390,6 +1396,34 @@ imports:
         assert_eq!(kubeconfig_of(second), "kc 1");
         assert_eq!(object::labels(second)[DATA_OBJECT_INDEX_LABEL], "1");
         assert_eq!(object::owner_uids(second), ["u-1"]);
+    }
+
+    #[test]
+    fn secret_values_that_are_no_yaml_are_not_quoted() {
+        let data: BTreeMap<String, Vec<u8>> = [
+            ("k".to_string(), b"a: b: SeCrEt".to_vec()),
+            ("n".to_string(), b"\"SeCrEt".to_vec()),
+            ("o".to_string(), b"a: !!int SeCrEt".to_vec()),
+            ("p".to_string(), b"a: *SeCrEt".to_vec()),
+            ("q".to_string(), b"a: [SeCrEt".to_vec()),
+            ("s".to_string(), b"a:\n  - b\n c: SeCrEt".to_vec()),
+        ]
+        .into();
+        for key in ["k", "n", "o", "p", "q", "s"] {
+            let err = key_values(&data, Some(key), "imp", "Secret", "s").unwrap_err();
+            assert!(!err.contains("SeCrEt"), "{err}");
+            assert!(
+                err.contains(&format!("Secret s key {key}: not valid YAML")),
+                "{err}"
+            );
+            // ConfigMaps are no secret: their errors help.
+            let err = key_values(&data, Some(key), "imp", "ConfigMap", "c").unwrap_err();
+            assert!(err.contains("ConfigMap c key"), "{err}");
+            // The parser quotes some of the text (which is why a Secret's error must not).
+            if key == "o" {
+                assert!(err.contains("SeCrEt"), "{err}");
+            }
+        }
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub struct ConfigFile {
     /// certificate's names) the API answers to in the `Host` header; `*.example.com` matches
     /// one label. Requests naming other hosts get 421 (DNS rebinding protection).
     pub allowed_hosts: Option<Vec<String>>,
-    /// Largest manifest file read, e.g. `4Mi` (default), `512Ki`, `10M` or a number of bytes;
+    /// Largest manifest file read, e.g. `16Mi` (default), `512Ki`, `10M` or a number of bytes;
     /// bigger files are rejected with an error in their `ManifestFile` status.
     pub max_manifest_file_size: Option<String>,
 }
@@ -99,8 +99,8 @@ pub struct Config {
     pub max_manifest_file_size: u64,
 }
 
-/// Default of `maxManifestFileSize`: 4 MiB.
-pub const DEFAULT_MAX_MANIFEST_FILE_SIZE: u64 = 4 * 1024 * 1024;
+/// Default of `maxManifestFileSize`: 16 MiB (the ingest is built for files of 10 MB).
+pub const DEFAULT_MAX_MANIFEST_FILE_SIZE: u64 = 16 * 1024 * 1024;
 
 /// Flags that override the file.
 #[derive(Debug, Default, Clone)]
@@ -392,7 +392,7 @@ mod tests {
     #[test]
     fn allowed_hosts_and_manifest_size_limit() {
         let c = Config::resolve(ConfigFile::default(), Overrides::default()).unwrap();
-        assert_eq!(c.max_manifest_file_size, 4 * 1024 * 1024);
+        assert_eq!(c.max_manifest_file_size, 16 * 1024 * 1024);
         assert!(c.allowed_hosts.is_empty());
         let file: ConfigFile = serde_saphyr::from_str(
             "allowedHosts: [appliance.example.com, \"*.apps.example.com\", 10.0.0.5]\nmaxManifestFileSize: 512Ki\n",

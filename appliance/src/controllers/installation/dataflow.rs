@@ -737,7 +737,10 @@ pub fn import_objects(
         };
         match def.import_type() {
             Some(ImportType::Data) => {
-                let annotations = data_object_annotations(value, from_secret);
+                let mut annotations = json!({DATA_OBJECT_HASH_ANNOTATION: content_hash(value)});
+                if from_secret {
+                    annotations[FROM_SECRET_ANNOTATION] = json!("true");
+                }
                 out.push(json!({
                     "apiVersion": Kind::DataObject.api_version(),
                     "kind": "DataObject",
@@ -780,16 +783,6 @@ pub fn import_objects(
         }
     }
     out
-}
-
-/// The annotations of a DataObject the installation controller writes: the content hash, and
-/// [`FROM_SECRET_ANNOTATION`] when the value may come from a Secret.
-fn data_object_annotations(value: &Value, from_secret: bool) -> Value {
-    let mut annotations = json!({DATA_OBJECT_HASH_ANNOTATION: content_hash(value)});
-    if from_secret {
-        annotations[FROM_SECRET_ANNOTATION] = json!("true");
-    }
-    annotations
 }
 
 fn target_copy(
@@ -996,14 +989,11 @@ pub fn construct_exports(
 }
 
 /// The DataObjects and Targets that publish an installation's exports into its parent scope.
-/// With `from_secret` ([`imports_from_secrets`]: export executions may copy any import) the
-/// DataObjects are marked [`FROM_SECRET_ANNOTATION`] like the import copies.
 pub fn export_objects(
     inst: &Installation,
     inst_value: &Value,
     exports: &Map<String, Value>,
     job_id: &str,
-    from_secret: bool,
 ) -> Result<Vec<Value>, PhaseError> {
     const OP: &str = "CreateOrUpdateExports";
     let scope = parent_scope(inst);
@@ -1043,7 +1033,7 @@ pub fn export_objects(
                 "name": generate_data_object_name(&scope, &e.data_ref),
                 "namespace": ns,
                 "labels": labels(&e.data_ref),
-                "annotations": data_object_annotations(value, from_secret),
+                "annotations": {DATA_OBJECT_HASH_ANNOTATION: content_hash(value)},
                 "ownerReferences": [owner.clone()],
             },
             "data": value,

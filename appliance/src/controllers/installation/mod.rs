@@ -807,8 +807,7 @@ impl InstallationReconciler {
         // (c), (d) exports.
         let bindings = dataflow::construct_blueprint_imports(inst, &blueprint, &values)?;
         let exports = dataflow::construct_exports(store, inst, &blueprint, &bindings)?;
-        let from_secret = dataflow::imports_from_secrets(store, inst)?;
-        for o in dataflow::export_objects(inst, value, &exports, job_id, from_secret)? {
+        for o in dataflow::export_objects(inst, value, &exports, job_id)? {
             let key = ObjectKey::new(
                 object::kind_of(&o).map_err(|e| {
                     PhaseError::Fatal(LsError::new(OP, "CreateOrUpdateExports", e.to_string()))

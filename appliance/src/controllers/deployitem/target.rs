@@ -119,7 +119,7 @@ pub fn parse_content(text: &str) -> Result<Option<Value>, String> {
         .map(Some)
         .map_err(|e| match e.location() {
             Some(at) => format!(
-                "not valid YAML at line {}, column {} (the content is not shown)",
+                "line {} column {}: not valid YAML (the content is not shown)",
                 at.line(),
                 at.column()
             ),
@@ -616,7 +616,7 @@ mod tests {
         ] {
             let err = validate_kubeconfig(text).unwrap_err();
             assert!(!err.contains("SeCrEt"), "{err}");
-            assert!(err.contains("not valid YAML at line"), "{err}");
+            assert!(err.contains(": not valid YAML (the content"), "{err}");
             let s = secret(&[("config", text)]);
             let rt = ResolvedTarget::from_secret(secret_target(Some("config")), &s).unwrap();
             let err = validate_target(Some(&rt)).unwrap_err();

@@ -5,8 +5,10 @@
 //! every stored kind, server-side table printing, and errors as `Status` objects. Writes need the
 //! bearer token ([`token`]) and are limited to what operations need ([`write`]): `PATCH` of
 //! annotations and labels, `DELETE` of objects no manifest file defines; other verbs answer
-//! 405. Secret values and inline Target kubeconfigs are redacted unless the caller is authorised
-//! (the token, or the Unix socket; see [`objects`] and [`listen`]).
+//! 405. Secret values, Target kubeconfigs and the data of DataObjects copied from Secrets are
+//! redacted unless the caller is authorised (the token, or the Unix socket; see [`objects`] and
+//! [`listen`]). Over TCP the `Host` header must name this server ([`listen::check_host`]), and
+//! [`serve`] disconnects clients that do not finish their headers in time.
 //!
 //! Modules, one concern each:
 //! - [`discovery`]: `/api`, `/apis`, `/apis/{group}[/{version}]`, `/version`;
@@ -14,7 +16,8 @@
 //! - [`objects`]: `get` and `list` handlers, secret redaction;
 //! - [`namespaces`]: the namespaces derived from the stored objects;
 //! - [`events`]: core/v1 Events derived from the history of phase transitions and errors;
-//! - [`listen`]: the Unix socket and TLS listeners, and the token guard off loopback;
+//! - [`listen`]: the Unix socket and TLS listeners, the token guard off loopback, the `Host`
+//!   check;
 //! - [`backup`]: the consistent store snapshot behind `landscaper-appliance backup`;
 //! - [`watch`]: the watch event stream;
 //! - [`table`]: `meta.k8s.io/v1` `Table` conversion;

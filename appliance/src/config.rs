@@ -48,6 +48,13 @@ pub struct ConfigFile {
     pub workers: Option<usize>,
     /// TLS for the API listener; required when `listen` is not a loopback address.
     pub tls: Option<TlsFiles>,
+    /// Host names (besides localhost, loopback addresses, the listen address and the TLS
+    /// certificate's names) the API answers to in the `Host` header; `*.example.com` matches
+    /// one label. Requests naming other hosts get 421 (DNS rebinding protection).
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Largest manifest file read, e.g. `16Mi` (default), `512Ki`, `10M` or a number of bytes;
+    /// bigger files are rejected with an error in their `ManifestFile` status.
+    pub max_manifest_file_size: Option<String>,
 }
 
 /// PEM files of the API's TLS certificate (chain) and private key.
@@ -86,7 +93,14 @@ pub struct Config {
     /// `None`: deploy items of unserved types wait forever.
     pub pickup_timeout: Option<Duration>,
     pub workers: usize,
+    /// Extra names the API answers to in the `Host` header.
+    pub allowed_hosts: Vec<String>,
+    /// Largest manifest file read, in bytes.
+    pub max_manifest_file_size: u64,
 }
+
+/// Default of `maxManifestFileSize`: 16 MiB (the ingest is built for files of 10 MB).
+pub const DEFAULT_MAX_MANIFEST_FILE_SIZE: u64 = 16 * 1024 * 1024;
 
 /// Flags that override the file.
 #[derive(Debug, Default, Clone)]
@@ -172,9 +186,29 @@ impl Config {
                 });
             }
         };
+        let allowed_hosts = file.allowed_hosts.unwrap_or_default();
+        for host in &allowed_hosts {
+            if !is_host_pattern(host) {
+                return Err(ConfigError::Invalid {
+                    field: "allowedHosts",
+                    message: format!(
+                        "{host:?} is not a host name or IP address (optionally `*.` and a domain)"
+                    ),
+                });
+            }
+        }
+        let max_manifest_file_size = match file.max_manifest_file_size.as_deref() {
+            None => DEFAULT_MAX_MANIFEST_FILE_SIZE,
+            Some(text) => parse_size(text).ok_or_else(|| ConfigError::Invalid {
+                field: "maxManifestFileSize",
+                message: format!("{text:?} is not a size like 4Mi, 512Ki or 1048576 (more than 0)"),
+            })?,
+        };
         Ok(Config {
             pickup_timeout,
             workers,
+            allowed_hosts,
+            max_manifest_file_size,
             manifests_dir: overrides
                 .manifests_dir
                 .or(file.manifests_dir)
@@ -214,6 +248,46 @@ fn read_file(path: &Path) -> Result<ConfigFile, ConfigError> {
         path: path.display().to_string(),
         message: e.to_string(),
     })
+}
+
+/// A host name (`appliance.example.com`, `*.example.com`) or an IP address, no port.
+fn is_host_pattern(host: &str) -> bool {
+    let name = host.strip_prefix("*.").unwrap_or(host);
+    if name.parse::<std::net::IpAddr>().is_ok() && !host.starts_with("*.") {
+        return true;
+    }
+    !name.is_empty()
+        && name.len() <= 253
+        && name.trim_end_matches('.').split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+/// `4Mi`, `512Ki`, `1Gi`, `10M`, `500k`, or a bare number of bytes; more than 0.
+fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number.parse().ok()?;
+    let factor: u64 = match unit {
+        "" => 1,
+        "k" | "K" => 1000,
+        "Ki" => 1024,
+        "M" => 1000 * 1000,
+        "Mi" => 1024 * 1024,
+        "G" => 1000 * 1000 * 1000,
+        "Gi" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(factor).filter(|&size| size > 0)
 }
 
 /// `90s`, `5m`, `1h`, or a bare number of seconds.
@@ -303,5 +377,36 @@ mod tests {
         };
         let err = Config::resolve(file, Overrides::default()).unwrap_err();
         assert!(err.to_string().contains("resyncInterval"), "{err}");
+        for (yaml, field) in [
+            ("allowedHosts: [\"evil.example:80\"]\n", "allowedHosts"),
+            ("allowedHosts: [\"a b\"]\n", "allowedHosts"),
+            ("maxManifestFileSize: 4MB\n", "maxManifestFileSize"),
+            ("maxManifestFileSize: \"0\"\n", "maxManifestFileSize"),
+        ] {
+            let file: ConfigFile = serde_saphyr::from_str(yaml).unwrap();
+            let err = Config::resolve(file, Overrides::default()).unwrap_err();
+            assert!(err.to_string().contains(field), "{yaml}: {err}");
+        }
+    }
+
+    #[test]
+    fn allowed_hosts_and_manifest_size_limit() {
+        let c = Config::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!(c.max_manifest_file_size, 16 * 1024 * 1024);
+        assert!(c.allowed_hosts.is_empty());
+        let file: ConfigFile = serde_saphyr::from_str(
+            "allowedHosts: [appliance.example.com, \"*.apps.example.com\", 10.0.0.5]\nmaxManifestFileSize: 512Ki\n",
+        )
+        .unwrap();
+        let c = Config::resolve(file, Overrides::default()).unwrap();
+        assert_eq!(
+            c.allowed_hosts,
+            ["appliance.example.com", "*.apps.example.com", "10.0.0.5"]
+        );
+        assert_eq!(c.max_manifest_file_size, 512 * 1024);
+        assert_eq!(parse_size("10M"), Some(10_000_000));
+        assert_eq!(parse_size("2Gi"), Some(2 << 30));
+        assert_eq!(parse_size("123"), Some(123));
+        assert_eq!(parse_size("Mi"), None);
     }
 }

@@ -110,6 +110,11 @@ pub fn reload_plan(running: &Config, new: &Config) -> ReloadPlan {
     );
     differs("workers", running.workers != new.workers);
     differs("tls", running.tls != new.tls);
+    differs("allowedHosts", running.allowed_hosts != new.allowed_hosts);
+    differs(
+        "maxManifestFileSize",
+        running.max_manifest_file_size != new.max_manifest_file_size,
+    );
     ReloadPlan {
         log_level: (running.log_level != new.log_level).then(|| new.log_level.clone()),
         restart_needed,
@@ -258,6 +263,15 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
                 crate::api::listen::require_token(guard_token.clone(), request, next)
             }))
     };
+    // On TCP, the Host header must name this server (DNS rebinding); not on the Unix socket.
+    let mut host_names = config.allowed_hosts.clone();
+    if let Some(tls) = &config.tls {
+        host_names.extend(crate::api::listen::cert_dns_names(&tls.cert_file)?);
+    }
+    let allowed_hosts = crate::api::listen::AllowedHosts::new(address, host_names);
+    let tcp_router = tcp_router.layer(axum::middleware::from_fn(move |request, next| {
+        crate::api::listen::check_host(allowed_hosts.clone(), request, next)
+    }));
     let server_cancel = cancel.clone();
     let server = match &config.tls {
         Some(tls) => {
@@ -290,6 +304,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
         crate::ingest::IngestConfig {
             manifests_dir: config.manifests_dir.clone(),
             resync_interval: config.resync_interval,
+            max_file_size: config.max_manifest_file_size,
             ..crate::ingest::IngestConfig::default()
         },
     );

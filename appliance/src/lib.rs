@@ -10,6 +10,8 @@ pub mod controllers;
 pub mod daemon;
 pub mod doctor;
 pub mod export;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod history;
 pub mod ingest;
 pub mod logging;

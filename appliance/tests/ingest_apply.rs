@@ -719,3 +719,50 @@ async fn conflicts_with_controller_writes_are_retried() {
         );
     }
 }
+
+#[tokio::test]
+async fn files_over_the_size_limit_are_rejected_and_keep_their_objects() {
+    let env = Env::new();
+    let ingestor = landscaper_appliance::ingest::Ingestor::new(
+        env.store.clone(),
+        landscaper_appliance::ingest::IngestConfig {
+            max_file_size: 1024,
+            ..env.config()
+        },
+    );
+    env.write("app.yaml", dataobject("a", "1"));
+    env.write("other.yaml", dataobject("o", "1"));
+    ingestor.rescan().await.unwrap();
+    assert_eq!(env.dataobject("a").unwrap()["data"]["value"], 1);
+
+    // The file grows past the limit: not read, its objects stay, the status says why.
+    let mut big = dataobject("a", "2");
+    big.push_str(&format!("# {}\n", "x".repeat(2000)));
+    env.write("app.yaml", &big);
+    env.write("other.yaml", dataobject("o", "2"));
+    let report = ingestor.rescan().await.unwrap();
+    assert_eq!((report.failed, report.applied), (1, 1), "{report:?}");
+    let mf = env.manifest_file("app.yaml").unwrap();
+    assert_eq!(mf["status"]["phase"], "Error", "{mf}");
+    let message = mf["status"]["lastError"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("{} bytes", big.len()))
+            && message.contains("limit of 1024 bytes")
+            && message.contains("maxManifestFileSize"),
+        "{message}"
+    );
+    assert!(
+        report.errors[0].to_string().starts_with("app.yaml: "),
+        "{:?}",
+        report.errors
+    );
+    assert_eq!(env.dataobject("a").unwrap()["data"]["value"], 1);
+    assert_eq!(env.dataobject("o").unwrap()["data"]["value"], 2);
+
+    // Back under the limit: applied again.
+    env.write("app.yaml", dataobject("a", "3"));
+    ingestor.rescan().await.unwrap();
+    let mf = env.manifest_file("app.yaml").unwrap();
+    assert_eq!(mf["status"]["phase"], "Applied", "{mf}");
+    assert_eq!(env.dataobject("a").unwrap()["data"]["value"], 3);
+}

@@ -231,3 +231,29 @@ async fn folder_replaced_while_running() {
     .await;
     stop(shutdown, task).await;
 }
+
+/// A scan (here one started by hand; in the daemon a resync or another file's change) picks up
+/// a new file whose events the watcher has not passed on yet; the file is removed right after.
+/// The removal must trigger a rescan of its own, not wait for the next resync.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_removed_right_after_a_scan_picked_it_up_is_noticed() {
+    let env = Env::new();
+    let config = landscaper_appliance::ingest::IngestConfig {
+        debounce: Duration::from_secs(2),
+        resync_interval: Duration::from_secs(3600),
+        ..env.config()
+    };
+    let ingestor = landscaper_appliance::ingest::Ingestor::new(env.store.clone(), config);
+    let shutdown = CancellationToken::new();
+    let (ready, scanned) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(ingestor.clone().run(shutdown.clone(), Some(ready)));
+    tokio::time::timeout(WAIT, scanned).await.unwrap().unwrap();
+
+    env.write("x.yaml", dataobject("x", "1"));
+    let report = ingestor.rescan().await.unwrap();
+    assert_eq!(report.applied, 1, "{report:?}");
+    assert!(env.dataobject("x").is_some());
+    env.remove("x.yaml");
+    eventually("x deleted", WAIT, || env.dataobject("x").is_none()).await;
+    stop(shutdown, task).await;
+}

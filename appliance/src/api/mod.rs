@@ -5,8 +5,10 @@
 //! every stored kind, server-side table printing, and errors as `Status` objects. Writes need the
 //! bearer token ([`token`]) and are limited to what operations need ([`write`]): `PATCH` of
 //! annotations and labels, `DELETE` of objects no manifest file defines; other verbs answer
-//! 405. Secret values and inline Target kubeconfigs are redacted unless the caller is authorised
-//! (the token, or the Unix socket; see [`objects`] and [`listen`]).
+//! 405. Secret values, Target kubeconfigs and the data of DataObjects copied from Secrets are
+//! redacted unless the caller is authorised (the token, or the Unix socket; see [`objects`] and
+//! [`listen`]). Over TCP the `Host` header must name this server ([`listen::check_host`]), and
+//! [`serve`] disconnects clients that do not finish their headers in time.
 //!
 //! Modules, one concern each:
 //! - [`discovery`]: `/api`, `/apis`, `/apis/{group}[/{version}]`, `/version`;
@@ -14,7 +16,8 @@
 //! - [`objects`]: `get` and `list` handlers, secret redaction;
 //! - [`namespaces`]: the namespaces derived from the stored objects;
 //! - [`events`]: core/v1 Events derived from the history of phase transitions and errors;
-//! - [`listen`]: the Unix socket and TLS listeners, and the token guard off loopback;
+//! - [`listen`]: the Unix socket and TLS listeners, the token guard off loopback, the `Host`
+//!   check;
 //! - [`backup`]: the consistent store snapshot behind `landscaper-appliance backup`;
 //! - [`watch`]: the watch event stream;
 //! - [`table`]: `meta.k8s.io/v1` `Table` conversion;
@@ -193,10 +196,17 @@ pub fn router(state: ApiState) -> Router {
 /// How long [`serve`] waits for open connections after the shutdown signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// Serves `router` on `listener` until `shutdown` completes, then stops accepting connections
-/// and waits up to [`SHUTDOWN_GRACE`] for open requests to finish. Watch streams end by
-/// themselves when the [`ApiState::shutdown`] token is cancelled, so pass a future derived from
-/// that token (e.g. `token.clone().cancelled_owned()`).
+/// How long a client may take to send a request's headers (from the start of a connection or
+/// the end of the previous request on it): slow clients that never finish them are
+/// disconnected, so that they cannot hold connections open forever. Idle keep-alive
+/// connections are closed after this time too (clients open a new one).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves `router` on `listener` (HTTP/1.1, with [`HEADER_READ_TIMEOUT`]) until `shutdown`
+/// completes, then stops accepting connections and waits up to [`SHUTDOWN_GRACE`] for open
+/// requests to finish. Watch streams end by themselves when the [`ApiState::shutdown`] token
+/// is cancelled, so pass a future derived from that token (e.g.
+/// `token.clone().cancelled_owned()`).
 pub async fn serve<L>(
     listener: L,
     router: Router,
@@ -206,24 +216,74 @@ where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
 {
-    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
-    let shutdown = async move {
-        shutdown.await;
-        let _ = signalled_tx.send(());
-    };
-    let server = axum::serve(listener, router).with_graceful_shutdown(shutdown);
-    let deadline = async move {
-        if signalled_rx.await.is_ok() {
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        } else {
-            std::future::pending::<()>().await;
-        }
-    };
-    tokio::select! {
-        result = server => result,
-        () = deadline => {
-            tracing::warn!("HTTP connections still open {SHUTDOWN_GRACE:?} after shutdown; closing them");
-            Ok(())
-        }
+    serve_with(listener, router, shutdown, HEADER_READ_TIMEOUT).await
+}
+
+/// [`serve`] with another header timeout (tests).
+pub async fn serve_with<L>(
+    mut listener: L,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    header_read_timeout: Duration,
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+    use tower::ServiceExt as _;
+
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    // Connections hold a receiver; they are all gone once every sender clone is dropped.
+    let (closing_tx, closing_rx) = tokio::sync::watch::channel(false);
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::channel::<()>(1);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (io, _peer) = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let service = TowerToHyperService::new(router.clone().map_request(
+            |request: axum::http::Request<hyper::body::Incoming>| {
+                request.map(axum::body::Body::new)
+            },
+        ));
+        let connection = builder.serve_connection(TokioIo::new(io), service);
+        let mut closing = closing_rx.clone();
+        let done = done_tx.clone();
+        tokio::spawn(async move {
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!(error = %e, "HTTP connection ended with an error");
+                    }
+                    return drop(done);
+                }
+                _ = closing.wait_for(|closing| *closing) => {}
+            }
+            connection.as_mut().graceful_shutdown();
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "HTTP connection ended with an error");
+            }
+            drop(done);
+        });
     }
+    drop(listener);
+    let _ = closing_tx.send(true);
+    drop(done_tx);
+    // `recv` returns `None` once every connection task dropped its sender.
+    if tokio::time::timeout(SHUTDOWN_GRACE, done_rx.recv())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "HTTP connections still open {SHUTDOWN_GRACE:?} after shutdown; closing them"
+        );
+    }
+    Ok(())
 }

@@ -8,7 +8,9 @@
 //! `<redacted>`, the `kubectl.kubernetes.io/last-applied-configuration` annotation (which
 //! would repeat the values) is redacted too, and the object is marked with the annotation
 //! `appliance.landscaper-appliance.io/redacted: "true"`. The keys stay visible. An inline
-//! `spec.config.kubeconfig` of a Target is a credential too and is shown as `<redacted>`.
+//! `spec.config.kubeconfig` of a Target (whatever its shape) is a credential too and is shown
+//! as `<redacted>`, and so is the `data` of a DataObject the appliance marked with
+//! `appliance.landscaper-appliance.io/from-secret: "true"` (an import copied from a Secret).
 
 use std::collections::HashMap;
 
@@ -18,6 +20,8 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
+use landscaper_store::model::constants::FROM_SECRET_ANNOTATION;
+use landscaper_store::model::validate::is_secret_value_ref;
 use landscaper_store::{Kind, ObjectKey, StoreError};
 use serde_json::{Map, Value, json};
 
@@ -289,14 +293,15 @@ pub fn json_response(value: &Value) -> Response {
     response
 }
 
-/// An object as the API shows it: `apiVersion` and `kind` set, Secrets and the inline
-/// kubeconfigs of Targets redacted.
+/// An object as the API shows it: `apiVersion` and `kind` set, Secrets, the kubeconfigs of
+/// Targets and the data of DataObjects copied from Secrets redacted.
 pub fn present(kind: Kind, object: Value) -> Value {
     present_as(kind, object, false)
 }
 
 /// [`present`], but with Secret values and kubeconfigs shown when `reveal_secrets` (for
-/// authorised callers).
+/// authorised callers). Every reader that shows objects to callers without the token (GET,
+/// list, watch, tables, the status page) goes through here.
 pub fn present_as(kind: Kind, mut object: Value, reveal_secrets: bool) -> Value {
     if let Some(map) = object.as_object_mut() {
         map.entry("apiVersion")
@@ -304,26 +309,70 @@ pub fn present_as(kind: Kind, mut object: Value, reveal_secrets: bool) -> Value 
         map.entry("kind")
             .or_insert_with(|| Value::String(kind.as_str().to_string()));
     }
-    match kind {
-        _ if reveal_secrets => {}
-        Kind::Secret => redact_secret(&mut object),
-        Kind::Target => redact_target(&mut object),
-        _ => {}
+    if !reveal_secrets {
+        redact(kind, &mut object);
     }
     object
 }
 
-/// Replaces an inline kubeconfig of a Target: it holds cluster credentials just as a Secret
-/// does. A kubeconfig given by `secretRef` is only a reference and stays visible.
+/// Redacts what an object of `kind` holds of credentials, in place.
+pub fn redact(kind: Kind, object: &mut Value) {
+    match kind {
+        Kind::Secret => redact_secret(object),
+        Kind::Target => redact_target(object),
+        Kind::DataObject => redact_data_object(object),
+        _ => {}
+    }
+}
+
+/// Replaces the kubeconfig of a Target, whatever shape it has (a string, or a map or list
+/// written by mistake): it holds cluster credentials just as a Secret does. Only the
+/// `{secretRef: {...}}` form (Landscaper's `ValueRef`) stays visible, as it is a reference; so
+/// does `spec.secretRef`, whose content is a Secret (redacted on its own). A `spec.config` that
+/// is not a map is taken as the kubeconfig itself by the deployers, so it is replaced too.
 pub fn redact_target(target: &mut Value) {
-    let Some(kubeconfig) = target.pointer_mut("/spec/config/kubeconfig") else {
+    let Some(config) = target.pointer_mut("/spec/config") else {
         return;
     };
-    if !kubeconfig.is_string() {
+    let replaced = match config {
+        Value::Null => false,
+        Value::Object(map) => match map.get_mut("kubeconfig") {
+            None | Some(Value::Null) => false,
+            Some(kubeconfig) if is_secret_value_ref(kubeconfig) => false,
+            Some(kubeconfig) => {
+                *kubeconfig = Value::String(REDACTED.to_string());
+                true
+            }
+        },
+        other => {
+            *other = Value::String(REDACTED.to_string());
+            true
+        }
+    };
+    if replaced {
+        mark_redacted(target);
+    }
+}
+
+/// Replaces the `data` of a DataObject marked [`FROM_SECRET_ANNOTATION`] (its values came
+/// from a Secret) with [`REDACTED`].
+pub fn redact_data_object(object: &mut Value) {
+    let from_secret = object
+        .pointer(&format!(
+            "/metadata/annotations/{}",
+            FROM_SECRET_ANNOTATION.replace('~', "~0").replace('/', "~1")
+        ))
+        .and_then(Value::as_str)
+        == Some("true");
+    if !from_secret {
         return;
     }
-    *kubeconfig = Value::String(REDACTED.to_string());
-    mark_redacted(target);
+    if let Some(map) = object.as_object_mut()
+        && let Some(data) = map.get_mut("data")
+    {
+        *data = Value::String(REDACTED.to_string());
+    }
+    mark_redacted(object);
 }
 
 fn mark_redacted(object: &mut Value) {
@@ -408,6 +457,73 @@ mod tests {
             "config": {"kubeconfig": {"secretRef": {"name": "s", "key": "kubeconfig"}}}}});
         let shown = present(Kind::Target, by_ref.clone());
         assert_eq!(shown["spec"], by_ref["spec"]);
+    }
+
+    #[test]
+    fn kubeconfigs_are_redacted_whatever_their_shape() {
+        for kubeconfig in [
+            json!({"apiVersion": "v1", "users": [{"user": {"token": "hunter2"}}]}),
+            json!([{"token": "hunter2"}]),
+            json!(["hunter2"]),
+            json!(42_424_242),
+            json!(true),
+            json!({"secretRef": {"name": "s", "key": "hunter2", "extra": "hunter2"}}),
+            json!({"secretRef": {"name": "s"}, "token": "hunter2"}),
+            json!({"secretRef": "hunter2"}),
+        ] {
+            let target = json!({"metadata": {"name": "t"}, "spec": {"type": "x",
+                "config": {"kubeconfig": kubeconfig.clone()}}});
+            let shown = present(Kind::Target, target);
+            let text = shown.to_string();
+            assert!(
+                !text.contains("hunter2") && !text.contains("42424242") && !text.contains("true,"),
+                "{kubeconfig} -> {text}"
+            );
+            assert_eq!(
+                shown["spec"]["config"]["kubeconfig"], REDACTED,
+                "{kubeconfig}"
+            );
+        }
+        // A config that is not a map is the kubeconfig itself for the deployers.
+        for config in [
+            json!("users: [{user: {token: hunter2}}]"),
+            json!(["hunter2"]),
+        ] {
+            let target =
+                json!({"metadata": {"name": "t"}, "spec": {"type": "x", "config": config}});
+            let shown = present(Kind::Target, target);
+            assert_eq!(shown["spec"]["config"], REDACTED, "{shown}");
+        }
+        // Other config fields, `spec.secretRef` and no config stay as they are.
+        for spec in [
+            json!({"type": "x", "config": {"other": "visible"}}),
+            json!({"type": "x", "secretRef": {"name": "s", "key": "kubeconfig"}}),
+            json!({"type": "x"}),
+        ] {
+            let target = json!({"metadata": {"name": "t"}, "spec": spec.clone()});
+            let shown = present(Kind::Target, target);
+            assert_eq!(shown["spec"], spec);
+            assert!(shown["metadata"]["annotations"].is_null(), "{shown}");
+        }
+    }
+
+    #[test]
+    fn data_objects_copied_from_secrets_are_redacted_unless_revealed() {
+        let marked = json!({"metadata": {"name": "d", "namespace": "ns",
+            "annotations": {FROM_SECRET_ANNOTATION: "true"}},
+            "data": {"password": "hunter2"}});
+        let shown = present(Kind::DataObject, marked.clone());
+        assert!(!shown.to_string().contains("hunter2"), "{shown}");
+        assert_eq!(shown["data"], REDACTED);
+        assert_eq!(
+            shown["metadata"]["annotations"][REDACTED_ANNOTATION],
+            "true"
+        );
+        let revealed = present_as(Kind::DataObject, marked, true);
+        assert_eq!(revealed["data"]["password"], "hunter2");
+        // Unmarked DataObjects are plain data.
+        let plain = json!({"metadata": {"name": "d"}, "data": {"a": "b"}});
+        assert_eq!(present(Kind::DataObject, plain)["data"]["a"], "b");
     }
 
     #[test]

@@ -109,6 +109,15 @@ impl ApiError {
     }
 
     /// A write without a valid bearer token.
+    /// 421: the request's `Host` is not a name of this server.
+    pub fn misdirected(message: impl Into<String>) -> Self {
+        ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "MisdirectedRequest",
+            message,
+        )
+    }
+
     pub fn unauthorized(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", message)
     }
@@ -150,6 +159,25 @@ impl ApiError {
     /// `<Kind>.<group> "<name>" is invalid: <field>: Invalid value: <why>`.
     pub fn invalid_value(kind: Kind, name: &str, field: &str, why: &str) -> Self {
         ApiError::invalid(kind, name, field, "FieldValueInvalid", "Invalid value", why)
+    }
+
+    /// 422 for a validation error of the model (`Invalid value: "x": why`, `Too long: ...`).
+    pub fn invalid_field(
+        kind: Kind,
+        name: &str,
+        error: &landscaper_store::model::ModelError,
+    ) -> Self {
+        let (label, why) = error
+            .message
+            .split_once(": ")
+            .unwrap_or((error.message.as_str(), ""));
+        let cause = match label {
+            "Too long" => "FieldValueTooLong",
+            "Required value" => "FieldValueRequired",
+            "Forbidden" => "FieldValueForbidden",
+            _ => "FieldValueInvalid",
+        };
+        ApiError::invalid(kind, name, &error.field, cause, label, why)
     }
 
     fn invalid(kind: Kind, name: &str, field: &str, cause: &str, label: &str, why: &str) -> Self {

@@ -14,11 +14,12 @@
 //! concurrency), retrying a few times when something else changed it in between. `dryRun=All`
 //! answers without writing. The answer is the object as `GET` shows it (redacted).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use landscaper_store::model::validate::validate_labels_and_annotations;
 use landscaper_store::{Kind, LabelSelector, ObjectKey, Store, StoreError, Transaction, object};
 use serde_json::{Map, Value};
 
@@ -430,6 +431,7 @@ pub fn apply_patch(
              (change objects through the manifests folder)",
         ));
     }
+    check_metadata_maps(kind, name, &updated)?;
     let meta = object::metadata_mut(&mut updated);
     for field in PATCHABLE {
         // An emptied map is removed, as the ingest stores objects.
@@ -450,6 +452,29 @@ pub fn apply_patch(
         }
     }
     Ok(updated)
+}
+
+/// The patched labels and annotations follow the rules the manifest ingest applies
+/// ([`validate_labels_and_annotations`]): 422 naming the first bad key or value.
+fn check_metadata_maps(kind: Kind, name: &str, object: &Value) -> Result<(), ApiError> {
+    let map_at = |field: &str| {
+        object
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect::<BTreeMap<String, String>>()
+            })
+    };
+    let (labels, annotations) = (map_at("labels"), map_at("annotations"));
+    match validate_labels_and_annotations(labels.as_ref(), annotations.as_ref())
+        .into_iter()
+        .next()
+    {
+        None => Ok(()),
+        Some(error) => Err(ApiError::invalid_field(kind, name, &error)),
+    }
 }
 
 /// Annotations and labels in a patch: a map (or null) of strings (or null, to remove a key);
@@ -641,6 +666,52 @@ mod tests {
             );
             assert_eq!(err.details["causes"][0]["field"], field);
         }
+    }
+
+    #[test]
+    fn labels_and_annotations_follow_the_ingest_rules() {
+        let bad = json!({"bad key!": "x\u{0000}y"});
+        for field in ["labels", "annotations"] {
+            let patch = json!({"metadata": {field: bad.clone()}});
+            let err = apply_patch(Kind::Installation, "a", &installation(), &patch).unwrap_err();
+            assert_eq!(err.code, StatusCode::UNPROCESSABLE_ENTITY, "{field}");
+            assert_eq!(
+                err.details["causes"][0]["field"],
+                format!("metadata.{field}")
+            );
+            assert!(
+                err.message.contains(&format!(
+                    "is invalid: metadata.{field}: Invalid value: \"bad key!\": name part must consist of"
+                )),
+                "{}",
+                err.message
+            );
+            // The same object through the ingest's validation: rejected the same way.
+            let mut object = installation();
+            object["metadata"][field] = bad.clone();
+            object["spec"] = json!({"blueprint": {"ref": {"resourceName": "b"}}});
+            let ingest = landscaper_store::model::validate_object(&object).unwrap_err();
+            assert_eq!(
+                (ingest.field.as_str(), ingest.message.as_str()),
+                (
+                    err.details["causes"][0]["field"].as_str().unwrap(),
+                    err.details["causes"][0]["message"].as_str().unwrap()
+                )
+            );
+        }
+        // A label value with a NUL byte, a too long label value, oversized annotations.
+        for patch in [
+            json!({"metadata": {"labels": {"ok": "x\u{0000}y"}}}),
+            json!({"metadata": {"labels": {"ok": "x".repeat(64)}}}),
+            json!({"metadata": {"annotations": {"ok": "x".repeat(256 * 1024)}}}),
+        ] {
+            let err = apply_patch(Kind::Installation, "a", &installation(), &patch).unwrap_err();
+            assert_eq!(err.code, StatusCode::UNPROCESSABLE_ENTITY, "{patch}");
+        }
+        // Good keys and values pass, the NUL byte in an annotation value too (as on an API server).
+        let patch = json!({"metadata": {"labels": {"example.com/ok": "v-1"},
+            "annotations": {"example.com/any": "x\u{0000}y"}}});
+        apply_patch(Kind::Installation, "a", &installation(), &patch).unwrap();
     }
 
     #[test]

@@ -42,6 +42,8 @@ pub struct IngestConfig {
     pub debounce: Duration,
     /// Full rescans also happen this often, in case an event was missed.
     pub resync_interval: Duration,
+    /// Largest manifest file read, in bytes; bigger files are rejected (their objects stay).
+    pub max_file_size: u64,
 }
 
 impl Default for IngestConfig {
@@ -50,6 +52,7 @@ impl Default for IngestConfig {
             manifests_dir: PathBuf::from("/etc/landscaper-appliance/manifests.d"),
             debounce: Duration::from_millis(200),
             resync_interval: Duration::from_secs(60),
+            max_file_size: crate::config::DEFAULT_MAX_MANIFEST_FILE_SIZE,
         }
     }
 }
@@ -202,6 +205,7 @@ impl Ingestor {
         first: bool,
     ) -> Result<(State, engine::PassOutcome), IngestError> {
         let root = self.inner.config.manifests_dir.clone();
+        let max_file_size = self.inner.config.max_file_size;
         let store = self.inner.store.clone();
         let now = format_time(jiff::Timestamp::now());
         let (mut state, planned) = tokio::task::spawn_blocking(move || {
@@ -213,8 +217,9 @@ impl Ingestor {
                             path: root.display().to_string(),
                             source,
                         })?;
-                        let contents =
-                            scan::read_files(&walk.files, |rel, sha| state.must_parse(rel, sha));
+                        let contents = scan::read_files(&walk.files, max_file_size, |rel, sha| {
+                            state.must_parse(rel, sha)
+                        });
                         (walk, contents, None)
                     }
                     PassInput::Redo(items) => {

@@ -185,22 +185,56 @@ pub(crate) enum FileContent {
 }
 
 /// Reads and hashes the files, and parses those for which `must_parse(rel, sha256)` says so,
-/// on all cores.
+/// on all cores. Files larger than `max_size` bytes are not read (see [`read_bounded`]).
 pub(crate) fn read_files(
     files: &[Found],
+    max_size: u64,
     must_parse: impl Fn(&str, &str) -> bool + Sync,
 ) -> Vec<FileContent> {
-    parallel_map(files, |found| match std::fs::read(&found.abs) {
-        _ if found.skipped => FileContent::NotRead,
-        Ok(bytes) => {
-            let sha256 = sha256_hex(&bytes);
-            let parsed =
-                must_parse(&found.rel, &sha256).then(|| parse_manifest(&found.rel, &bytes));
-            FileContent::Read { sha256, parsed }
+    parallel_map(files, |found| {
+        if found.skipped {
+            return FileContent::NotRead;
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => FileContent::Gone,
-        Err(e) => FileContent::Failed(e.to_string()),
+        match read_bounded(&found.abs, max_size) {
+            Ok(bytes) => {
+                let sha256 = sha256_hex(&bytes);
+                let parsed =
+                    must_parse(&found.rel, &sha256).then(|| parse_manifest(&found.rel, &bytes));
+                FileContent::Read { sha256, parsed }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => FileContent::Gone,
+            Err(e) => FileContent::Failed(e.to_string()),
+        }
     })
+}
+
+/// Reads a file of at most `max_size` bytes: its size is checked before reading, and the read
+/// stops after `max_size + 1` bytes in case it grew meanwhile, so a huge file never takes more
+/// memory than the limit. A bigger file is an error of kind `FileTooLarge` saying so.
+pub fn read_bounded(path: &Path, max_size: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let too_large = |size: Option<u64>| {
+        let size = size.map_or_else(|| "more than".to_string(), |s| format!("{} bytes,", s));
+        io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "the file is {size} larger than the limit of {max_size} bytes \
+                 (maxManifestFileSize in the configuration); it was not read"
+            ),
+        )
+    };
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    if size > max_size {
+        return Err(too_large(Some(size)));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(max_size.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_size {
+        return Err(too_large(None));
+    }
+    Ok(bytes)
 }
 
 /// Maps `items` on a few threads, keeping the order.
@@ -312,6 +346,32 @@ mod tests {
     fn missing_root_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         assert!(walk(&dir.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn files_over_the_size_limit_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.yaml");
+        std::fs::write(&path, "x".repeat(1001)).unwrap();
+        let err = read_bounded(&path, 1000).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge);
+        assert!(err.to_string().contains("1001 bytes"), "{err}");
+        assert!(err.to_string().contains("maxManifestFileSize"), "{err}");
+        assert_eq!(read_bounded(&path, 1001).unwrap().len(), 1001);
+        // A file that only looks small (no size in its metadata) is cut off by the read.
+        let err = read_bounded(Path::new("/proc/self/status"), 10).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::FileTooLarge);
+        assert!(err.to_string().contains("more than"), "{err}");
+        let found = Found {
+            rel: "big.yaml".into(),
+            abs: path,
+            skipped: false,
+            modified: None,
+        };
+        match &read_files(std::slice::from_ref(&found), 1000, |_, _| true)[..] {
+            [FileContent::Failed(message)] => assert!(message.contains("1001 bytes"), "{message}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

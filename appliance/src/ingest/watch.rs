@@ -4,15 +4,20 @@
 //! Every trigger runs a full rescan. An unchanged file costs only reading and hashing it
 //! (5,000 small files: well under 100 ms), and a full rescan cannot get editor rename dances,
 //! directory moves or lost events wrong.
+//!
+//! The debounce is a quiet time after the *last raw event* (every relevant event of the
+//! watcher restarts it), not an event merger: a merging debouncer drops a file's create and
+//! remove events when both fall into one window, so a file that a scan picked up (a resync, or
+//! another file's change) and that was removed right after went unnoticed until the next
+//! resync. Counting raw events cannot lose a change.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use landscaper_store::ChangeType;
-use notify::RecursiveMode;
 use notify::event::{AccessKind, AccessMode, EventKind};
-use notify_debouncer_full::{DebounceEventResult, Debouncer, NoCache, new_debouncer_opt};
+use notify::{RecursiveMode, Watcher as _};
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -22,7 +27,7 @@ use super::{IngestError, Ingestor, ScanReport};
 /// A running watch and the identity (device, inode) of the folder it watches: a folder that
 /// was deleted and created again needs a new watch.
 struct FolderWatcher {
-    debouncer: Debouncer<notify::RecommendedWatcher, NoCache>,
+    watcher: notify::RecommendedWatcher,
     folder: Option<(u64, u64)>,
 }
 
@@ -32,8 +37,8 @@ impl FolderWatcher {
     }
 
     async fn stop(self) {
-        // Joining the debouncer thread takes up to one tick; do it off the runtime.
-        let _ = tokio::task::spawn_blocking(move || self.debouncer.stop()).await;
+        // Dropping the watcher stops its thread; do it off the runtime.
+        let _ = tokio::task::spawn_blocking(move || drop(self.watcher)).await;
     }
 }
 
@@ -43,6 +48,29 @@ fn folder_id(root: &Path) -> Option<(u64, u64)> {
 
 /// Pause before trying again files that could not be applied because of conflicts.
 const RETRY_DELAY: Duration = Duration::from_secs(1);
+
+/// A steady stream of events (a tool writing for minutes) delays a rescan at most this many
+/// debounce times after its first event.
+const MAX_DEBOUNCE_FACTOR: u32 = 10;
+
+/// When the rescan for file-system events is due: `debounce` after the last event, but no
+/// later than `MAX_DEBOUNCE_FACTOR * debounce` after the first one not scanned yet.
+#[derive(Debug, Default, Clone, Copy)]
+struct Debounce {
+    first: Option<tokio::time::Instant>,
+    due: Option<tokio::time::Instant>,
+}
+
+impl Debounce {
+    fn event(&mut self, now: tokio::time::Instant, debounce: Duration) {
+        let first = *self.first.get_or_insert(now);
+        self.due = Some((now + debounce).min(first + debounce * MAX_DEBOUNCE_FACTOR));
+    }
+
+    fn take(&mut self) {
+        *self = Debounce::default();
+    }
+}
 
 impl Ingestor {
     /// Runs the ingest until `shutdown` is cancelled: starts watching, scans the folder once
@@ -57,7 +85,7 @@ impl Ingestor {
         let config = self.inner.config.clone();
         let (signal, mut signals) = mpsc::channel::<()>(1);
         // Watching starts before the first scan so that no change slips in between.
-        let mut watcher = start_watcher(&config.manifests_dir, config.debounce, signal.clone());
+        let mut watcher = start_watcher(&config.manifests_dir, signal.clone());
         let mut feed = Some(self.inner.store.subscribe());
 
         let report = self.scan_logged("initial").await;
@@ -69,6 +97,7 @@ impl Ingestor {
             }));
         }
 
+        let mut debounce = Debounce::default();
         let period = config.resync_interval.max(Duration::from_millis(100));
         let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -76,6 +105,10 @@ impl Ingestor {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 Some(()) = signals.recv() => {
+                    debounce.event(tokio::time::Instant::now(), config.debounce);
+                }
+                _ = sleep_until(debounce.due) => {
+                    debounce.take();
                     retry_at = retry_time(&self.scan_logged("change").await);
                 }
                 _ = resync.tick() => {
@@ -83,7 +116,7 @@ impl Ingestor {
                         if let Some(old) = watcher.take() {
                             old.stop().await;
                         }
-                        watcher = start_watcher(&config.manifests_dir, config.debounce, signal.clone());
+                        watcher = start_watcher(&config.manifests_dir, signal.clone());
                     }
                     retry_at = retry_time(&self.scan_logged("resync").await);
                 }
@@ -193,47 +226,40 @@ async fn recv_feed(
     result
 }
 
-/// Starts the recursive, debounced watch. Failing (e.g. the folder is missing or inotify
-/// watches are exhausted) is logged; the periodic rescan keeps working and retries the watch.
-fn start_watcher(
-    root: &Path,
-    debounce: Duration,
-    signal: mpsc::Sender<()>,
-) -> Option<FolderWatcher> {
+/// Starts the recursive watch; every relevant event signals the run loop, which debounces.
+/// Failing (e.g. the folder is missing or inotify watches are exhausted) is logged; the
+/// periodic rescan keeps working and retries the watch.
+fn start_watcher(root: &Path, signal: mpsc::Sender<()>) -> Option<FolderWatcher> {
     let events_root = root.to_path_buf();
-    let handler = move |result: DebounceEventResult| {
+    let handler = move |result: notify::Result<notify::Event>| {
         let relevant = match result {
-            Ok(events) => events.iter().any(|event| {
+            Ok(event) => {
                 event.need_rescan()
                     || (is_relevant_kind(&event.kind)
-                        && event
-                            .paths
-                            .iter()
-                            .any(|p| is_relevant_path(&events_root, p)))
-            }),
-            Err(errors) => {
-                for error in errors {
-                    tracing::warn!(%error, "watching the manifests folder");
-                }
+                        && (event.paths.is_empty()
+                            || event
+                                .paths
+                                .iter()
+                                .any(|p| is_relevant_path(&events_root, p))))
+            }
+            Err(error) => {
+                tracing::warn!(%error, "watching the manifests folder");
                 true
             }
         };
         if relevant {
-            // A full channel means a rescan is pending already.
+            // A full channel means a signal is pending already.
             let _ = signal.try_send(());
         }
     };
     let config = notify::Config::default().with_follow_symlinks(true);
-    let result = new_debouncer_opt::<_, notify::RecommendedWatcher, NoCache>(
-        debounce, None, handler, NoCache, config,
-    )
-    .and_then(|mut debouncer| {
-        debouncer.watch(root, RecursiveMode::Recursive)?;
-        Ok(debouncer)
+    let result = notify::RecommendedWatcher::new(handler, config).and_then(|mut watcher| {
+        watcher.watch(root, RecursiveMode::Recursive)?;
+        Ok(watcher)
     });
     match result {
-        Ok(debouncer) => Some(FolderWatcher {
-            debouncer,
+        Ok(watcher) => Some(FolderWatcher {
+            watcher,
             folder: folder_id(root),
         }),
         Err(error) => {
@@ -267,6 +293,27 @@ fn is_relevant_path(root: &Path, path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_event_restarts_the_quiet_time_up_to_a_limit() {
+        let start = tokio::time::Instant::now();
+        let ms = Duration::from_millis;
+        let mut d = Debounce::default();
+        assert_eq!(d.due, None);
+        d.event(start, ms(200));
+        assert_eq!(d.due, Some(start + ms(200)));
+        d.event(start + ms(150), ms(200));
+        assert_eq!(d.due, Some(start + ms(350)));
+        // A steady stream: due at most ten debounce times after the first event.
+        for i in 0..100 {
+            d.event(start + ms(100 * i), ms(200));
+        }
+        assert_eq!(d.due, Some(start + ms(2000)));
+        d.take();
+        assert_eq!(d.due, None);
+        d.event(start + ms(5000), ms(200));
+        assert_eq!(d.due, Some(start + ms(5200)));
+    }
 
     #[test]
     fn temp_file_events_are_ignored() {

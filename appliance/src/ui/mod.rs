@@ -6,7 +6,7 @@
 //! - `/`: counts by phase, failed objects, running jobs with progress, the manifest folder with
 //!   every file's error, and the installation tree.
 //! - `/ui/installations/{namespace}/{name}`: one installation with its subobjects, exports
-//!   (DataObject values; Target kubeconfigs redacted), the history of phase transitions of it,
+//!   (DataObject values; Target kubeconfigs and values copied from Secrets redacted), the history of phase transitions of it,
 //!   its execution and deploy items, and the reconcile and interrupt actions.
 //! - `POST /ui/actions`: the actions, authorised by the API token entered in the form.
 //!
@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 use tokio_stream::wrappers::BroadcastStream;
 
 use crate::api::ApiState;
-use crate::api::objects::redact_target;
+use crate::api::objects::present;
 use view::{InstallationNode, Snapshot};
 
 const SECURITY_HEADERS: [(&str, &str); 3] = [
@@ -242,10 +242,11 @@ fn exports_of(store: &Store, namespace: &str, name: &str) -> Result<Vec<ExportVi
     let key_label = landscaper_store::model::constants::DATA_OBJECT_KEY_LABEL;
     let mut out = Vec::new();
     for (kind, label) in [(Kind::DataObject, "DataObject"), (Kind::Target, "Target")] {
-        for mut o in store.list(kind, Some(namespace), &selector)?.items {
+        for o in store.list(kind, Some(namespace), &selector)?.items {
             let key = object::labels(&o).get(key_label).cloned();
+            // As the API shows it to anonymous readers: kubeconfigs and Secret copies redacted.
+            let o = present(kind, o);
             let value = if kind == Kind::Target {
-                redact_target(&mut o);
                 o.get("spec").cloned().unwrap_or(Value::Null)
             } else {
                 o.get("data").cloned().unwrap_or(Value::Null)

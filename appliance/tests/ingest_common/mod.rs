@@ -44,6 +44,7 @@ impl Env {
             manifests_dir: self.manifests.clone(),
             debounce: Duration::from_millis(200),
             resync_interval: Duration::from_secs(60),
+            ..IngestConfig::default()
         }
     }
 

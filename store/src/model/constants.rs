@@ -83,6 +83,11 @@ pub const DATA_OBJECT_TARGET_MAP_KEY_LABEL: &str = "data.landscaper.gardener.clo
 pub const DATA_OBJECT_JOB_ID_LABEL: &str = "data.landscaper.gardener.cloud/jobid";
 pub const DATA_OBJECT_TYPE_ANNOTATION: &str = "data.landscaper.gardener.cloud/type";
 pub const DATA_OBJECT_HASH_ANNOTATION: &str = "data.landscaper.gardener.cloud/hash";
+/// Set to `"true"` by the appliance on DataObjects whose `data` may hold values read from a
+/// Secret (an installation's imports when one of them is a `secretRef`, or a DataObject so
+/// marked): the API and the status page redact their `data` like a Secret's for readers
+/// without the token. Not a Landscaper annotation.
+pub const FROM_SECRET_ANNOTATION: &str = "appliance.landscaper-appliance.io/from-secret";
 /// Values of [`DATA_OBJECT_SOURCE_TYPE_LABEL`].
 pub const DATA_OBJECT_SOURCE_TYPE_EXPORT: &str = "export";
 pub const DATA_OBJECT_SOURCE_TYPE_IMPORT: &str = "import";

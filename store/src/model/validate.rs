@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
+use super::constants::KUBERNETES_CLUSTER_TARGET_TYPE;
 use super::cron::validate_cron_spec;
 use super::kind::Kind;
 use super::meta::ObjectMeta;
@@ -114,10 +115,10 @@ pub fn validate_object(value: &Value) -> Result<ValidatedObject, ModelError> {
         Kind::Execution => admit::<Execution>(value, check_execution),
         Kind::DeployItem => admit::<DeployItem>(value, check_deploy_item),
         Kind::DataObject => admit::<DataObject>(value, |_, _| {}),
-        Kind::Target => admit::<Target>(value, check_target),
+        Kind::Target => admit_content::<Target>(value, check_target),
         Kind::Context => admit::<Context>(value, |_, _| {}),
         Kind::ConfigMap => admit::<ConfigMap>(value, check_config_map),
-        Kind::Secret => admit::<Secret>(value, check_secret),
+        Kind::Secret => admit_content::<Secret>(value, check_secret),
         Kind::ManifestFile => admit::<ManifestFile>(value, check_manifest_file),
     }
 }
@@ -168,13 +169,30 @@ fn admit<T: Resource>(
     value: &Value,
     check: fn(&T, &mut Vec<ModelError>),
 ) -> Result<ValidatedObject, ModelError> {
+    admit_with(value, check, ModelError::from_path_error)
+}
+
+/// [`admit`] for kinds whose content is a credential (Secret, Target): decoding errors go
+/// through [`content_decode_error`], which never quotes a value.
+fn admit_content<T: Resource>(
+    value: &Value,
+    check: fn(&T, &mut Vec<ModelError>),
+) -> Result<ValidatedObject, ModelError> {
+    admit_with(value, check, |e| content_decode_error(value, e))
+}
+
+fn admit_with<T: Resource>(
+    value: &Value,
+    check: fn(&T, &mut Vec<ModelError>),
+    decode_error: impl FnOnce(serde_path_to_error::Error<serde_json::Error>) -> ModelError,
+) -> Result<ValidatedObject, ModelError> {
     let mut warnings = Vec::new();
     let typed: T = {
         let mut report = |path: serde_ignored::Path<'_>| {
             warnings.push(format!("unknown field \"{}\"", format_ignored_path(&path)));
         };
         let de = serde_ignored::Deserializer::new(value, &mut report);
-        serde_path_to_error::deserialize(de).map_err(ModelError::from_path_error)?
+        serde_path_to_error::deserialize(de).map_err(decode_error)?
     };
     let mut errs = Vec::new();
     check_metadata(T::KIND, typed.metadata(), &mut errs);
@@ -186,6 +204,72 @@ fn admit<T: Resource>(
             object: to_value(&typed),
             warnings,
         }),
+    }
+}
+
+/// The decoding error of a Secret or Target, worded from the field path, the *shape* of the
+/// value found there and what was expected, never from the value: serde's own messages quote
+/// values (`invalid type: string "hunter2", expected a map`), and these errors end up in
+/// `ManifestFile` status, events, the status page and logs, which anyone may read.
+pub fn content_decode_error(
+    input: &Value,
+    err: serde_path_to_error::Error<serde_json::Error>,
+) -> ModelError {
+    use serde_path_to_error::Segment;
+    let mut found = Some(input);
+    for segment in err.path().iter() {
+        found = match segment {
+            Segment::Map { key } => found.and_then(|v| v.get(key.as_str())),
+            Segment::Seq { index } => found.and_then(|v| v.get(*index)),
+            Segment::Enum { .. } | Segment::Unknown => None,
+        };
+    }
+    let path = err.path().to_string();
+    let field = if path == "." {
+        "object".to_owned()
+    } else {
+        path
+    };
+    let message = err.into_inner().to_string();
+    ModelError::new(field, content_problem(&message, found))
+}
+
+/// What [`content_decode_error`] says: serde's kind of problem and its `expected ...` part
+/// (which comes from the type, not the input), with the value replaced by its shape.
+fn content_problem(serde_message: &str, found: Option<&Value>) -> String {
+    let expected = serde_message
+        .rfind(", expected ")
+        .map(|at| &serde_message[at + 2..])
+        // `expected` texts are short type descriptions; anything else is not repeated.
+        .filter(|e| e.len() <= 80 && !e.contains(['"', '`', '\'']));
+    let shape = found.map(shape_of).unwrap_or("a value");
+    let head = if serde_message.starts_with("missing field") {
+        // `missing field `type``: a field name from the type.
+        return serde_message
+            .split_once('`')
+            .and_then(|(_, rest)| rest.split_once('`'))
+            .map(|(name, _)| format!("missing field {name:?}"))
+            .unwrap_or_else(|| "missing field".to_owned());
+    } else if serde_message.starts_with("invalid type") {
+        format!("invalid type: {shape}")
+    } else {
+        format!("invalid value: {shape}")
+    };
+    match expected {
+        Some(expected) => format!("{head}, {expected}"),
+        None => head,
+    }
+}
+
+/// A value's JSON type, as error messages name it without showing the value.
+fn shape_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a sequence",
+        Value::Object(_) => "a map",
     }
 }
 
@@ -259,24 +343,10 @@ fn check_metadata(kind: Kind, meta: &ObjectMeta, errs: &mut Vec<ModelError>) {
             "not allowed on this type",
         ));
     }
-    if let Some(labels) = &meta.labels {
-        check_labels(labels, "metadata.labels", errs);
-    }
-    if let Some(annotations) = &meta.annotations {
-        let mut total = 0;
-        for (key, value) in annotations {
-            for msg in is_qualified_name(&key.to_lowercase()) {
-                errs.push(ModelError::invalid("metadata.annotations", key, &msg));
-            }
-            total += key.len() + value.len();
-        }
-        if total > TOTAL_ANNOTATION_SIZE_LIMIT {
-            errs.push(ModelError::too_long(
-                "metadata.annotations",
-                TOTAL_ANNOTATION_SIZE_LIMIT,
-            ));
-        }
-    }
+    errs.extend(validate_labels_and_annotations(
+        meta.labels.as_ref(),
+        meta.annotations.as_ref(),
+    ));
     if kind == Kind::Installation {
         if name.len() > INSTALLATION_NAME_MAX_LENGTH {
             errs.push(ModelError::invalid(
@@ -292,6 +362,35 @@ fn check_metadata(kind: Kind, meta: &ObjectMeta, errs: &mut Vec<ModelError>) {
             ));
         }
     }
+}
+
+/// The rules for `metadata.labels` and `metadata.annotations` (keys are qualified names,
+/// label values are label values, annotations are at most [`TOTAL_ANNOTATION_SIZE_LIMIT`]
+/// bytes together), shared by the manifest ingest and the API's `PATCH`.
+pub fn validate_labels_and_annotations(
+    labels: Option<&BTreeMap<String, String>>,
+    annotations: Option<&BTreeMap<String, String>>,
+) -> Vec<ModelError> {
+    let mut errs = Vec::new();
+    if let Some(labels) = labels {
+        check_labels(labels, "metadata.labels", &mut errs);
+    }
+    if let Some(annotations) = annotations {
+        let mut total = 0;
+        for (key, value) in annotations {
+            for msg in is_qualified_name(&key.to_lowercase()) {
+                errs.push(ModelError::invalid("metadata.annotations", key, &msg));
+            }
+            total += key.len() + value.len();
+        }
+        if total > TOTAL_ANNOTATION_SIZE_LIMIT {
+            errs.push(ModelError::too_long(
+                "metadata.annotations",
+                TOTAL_ANNOTATION_SIZE_LIMIT,
+            ));
+        }
+    }
+    errs
 }
 
 fn check_labels(labels: &BTreeMap<String, String>, path: &str, errs: &mut Vec<ModelError>) {
@@ -682,6 +781,43 @@ fn check_target(target: &Target, errs: &mut Vec<ModelError>) {
             "name must not be empty",
         ));
     }
+    if spec.r#type == KUBERNETES_CLUSTER_TARGET_TYPE
+        && let Some(kubeconfig) = spec.config.as_ref().and_then(|c| c.get("kubeconfig"))
+        && !is_value_ref(kubeconfig)
+    {
+        // Landscaper's `ValueRef` is a string or `{secretRef: {name, key}}`; the value is a
+        // credential, so the error names only its shape.
+        errs.push(ModelError::invalid_omit_value(
+            "spec.config.kubeconfig",
+            &format!(
+                "{} given: must be the kubeconfig as a string, or {{secretRef: {{name, key}}}}",
+                shape_of(kubeconfig)
+            ),
+        ));
+    }
+}
+
+/// Landscaper's `ValueRef`: a string, or a secret reference ([`is_secret_value_ref`]).
+pub fn is_value_ref(value: &Value) -> bool {
+    matches!(value, Value::Null | Value::String(_)) || is_secret_value_ref(value)
+}
+
+/// The reference form of a `ValueRef`: `{secretRef: {name, namespace?, key?}}` with string
+/// fields and nothing else (so it holds no credential and may be shown).
+pub fn is_secret_value_ref(value: &Value) -> bool {
+    let Some(map) = value.as_object() else {
+        return false;
+    };
+    map.len() == 1
+        && map
+            .get("secretRef")
+            .and_then(Value::as_object)
+            .is_some_and(|r| {
+                r.iter().all(|(k, v)| {
+                    matches!(k.as_str(), "name" | "namespace" | "key")
+                        && (v.is_string() || v.is_null())
+                })
+            })
 }
 
 // --- ConfigMap, Secret ------------------------------------------------------------------------

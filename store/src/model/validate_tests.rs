@@ -1067,6 +1067,156 @@ fn config_map_and_secret_checks() {
     validate_object(&ok).unwrap();
 }
 
+/// A value that must never appear in an error about the object that holds it.
+const MARKER: &str = "SeCrEtMaRkEr";
+
+/// Malformed Secrets and Targets holding [`MARKER`] (or the number 424242) in their content.
+fn malformed_credentials() -> Vec<Value> {
+    let secret = |edit: &dyn Fn(&mut Value)| {
+        let mut v = json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "ns"}, "type": "Opaque"});
+        edit(&mut v);
+        v
+    };
+    let target = |spec: Value| {
+        json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Target",
+            "metadata": {"name": "t", "namespace": "ns"}, "spec": spec})
+    };
+    let cluster = "landscaper.gardener.cloud/kubernetes-cluster";
+    let mut out = Vec::new();
+    for field in ["data", "stringData"] {
+        for bad in [
+            json!(MARKER),
+            json!(format!("password: {MARKER}")),
+            json!(424242),
+            json!(4.24242e5),
+            json!(true),
+            json!([MARKER]),
+            json!([{"k": MARKER}]),
+            json!({"k": 424242}),
+            json!({"k": -424242}),
+            json!({"k": 424242.5}),
+            json!({"k": true}),
+            json!({"k": [MARKER]}),
+            json!({"k": {"nested": MARKER}}),
+            json!({"k": MARKER, "j": 424242}),
+        ] {
+            out.push(secret(&|v| v[field] = bad.clone()));
+        }
+    }
+    out.push(secret(&|v| v["data"] = json!({"k": format!("{MARKER}!")})));
+    out.push(secret(&|v| v["data"] = json!({"k": format!("{MARKER}=")})));
+    out.push(secret(&|v| v["type"] = json!({"t": MARKER})));
+    out.push(secret(&|v| v["type"] = json!(424242)));
+    out.push(secret(&|v| v["immutable"] = json!(MARKER)));
+    out.push(secret(&|v| {
+        v["metadata"]["annotations"] = json!({
+        "kubectl.kubernetes.io/last-applied-configuration": {"data": MARKER}})
+    }));
+    out.push(secret(&|v| {
+        v["metadata"]["annotations"] = json!({
+        "kubectl.kubernetes.io/last-applied-configuration": 424242})
+    }));
+    out.push(secret(&|v| {
+        v["stringData"] = json!({"k": MARKER.repeat(MAX_DATA_SIZE / MARKER.len() + 1)})
+    }));
+    for kubeconfig in [
+        json!({"users": [{"user": {"token": MARKER}}]}),
+        json!([MARKER]),
+        json!(424242),
+        json!(true),
+        json!({"secretRef": {"name": "s"}, "token": MARKER}),
+        json!({"secretRef": MARKER}),
+        json!({"secretRef": {"name": "s", "key": 424242}}),
+        json!({"secretRef": {"name": "s", "token": MARKER}}),
+    ] {
+        out.push(target(
+            json!({"type": cluster, "config": {"kubeconfig": kubeconfig}}),
+        ));
+    }
+    for spec in [
+        json!({"type": cluster, "config": {"kubeconfig": MARKER}, "secretRef": {"name": "s"}}),
+        json!({"type": cluster, "config": MARKER, "secretRef": {"name": "s"}}),
+        json!({"type": 424242, "config": {"kubeconfig": MARKER}}),
+        json!({"type": cluster, "secretRef": MARKER}),
+        json!({"type": cluster, "secretRef": {"name": 424242}}),
+        json!({"type": cluster, "secretRef": {"name": "", "key": MARKER}}),
+        json!({"config": {"kubeconfig": MARKER}}),
+        json!(MARKER),
+        json!([MARKER]),
+    ] {
+        out.push(target(spec));
+    }
+    out
+}
+
+#[test]
+fn errors_about_credentials_never_quote_their_content() {
+    for input in malformed_credentials() {
+        let err = error_of(input.clone());
+        let text = format!("{err} {err:?}");
+        assert!(
+            !text.contains(MARKER) && !text.contains("424242") && !text.contains("4.24242"),
+            "{input} -> {text}"
+        );
+        // Still useful: the field is named.
+        assert!(!err.field.is_empty(), "{input} -> {text}");
+    }
+    // The messages keep saying what is wrong.
+    let err = error_of(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "s"}, "data": MARKER}));
+    assert_eq!(
+        (err.field.as_str(), err.message.as_str()),
+        ("data", "invalid type: a string, expected a map")
+    );
+    let err = error_of(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "s"}, "stringData": {"k": 424242}}));
+    assert_eq!(
+        (err.field.as_str(), err.message.as_str()),
+        ("stringData.k", "invalid type: a number, expected a string")
+    );
+    let err = error_of(
+        json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Target",
+        "metadata": {"name": "t"}, "spec": {"type": "landscaper.gardener.cloud/kubernetes-cluster",
+        "config": {"kubeconfig": {"users": [MARKER]}}}}),
+    );
+    assert_eq!(err.field, "spec.config.kubeconfig");
+    assert!(
+        err.message
+            .starts_with("Invalid value: a map given: must be the kubeconfig as a string"),
+        "{err}"
+    );
+    // Other kinds keep serde's full message, which helps to find the mistake.
+    let err = error_of(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c"}, "data": "plain"}));
+    assert_eq!(
+        err.message,
+        "invalid type: string \"plain\", expected a map"
+    );
+}
+
+#[test]
+fn kubeconfigs_must_be_a_value_ref() {
+    let cluster = |kubeconfig: Value| {
+        json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Target",
+            "metadata": {"name": "t"}, "spec": {"type": "landscaper.gardener.cloud/kubernetes-cluster",
+            "config": {"kubeconfig": kubeconfig}}})
+    };
+    for ok in [
+        json!("apiVersion: v1"),
+        json!({"secretRef": {"name": "s", "key": "kubeconfig"}}),
+        json!({"secretRef": {"name": "s", "namespace": "ns", "key": "kubeconfig"}}),
+        Value::Null,
+    ] {
+        validate_object(&cluster(ok.clone())).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    // Other target types keep a free-form config.
+    let other = json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Target",
+        "metadata": {"name": "t"}, "spec": {"type": "example.com/custom",
+        "config": {"kubeconfig": {"any": "thing"}}}});
+    validate_object(&other).unwrap();
+}
+
 // --- property tests ---------------------------------------------------------------------------
 
 fn label_key() -> impl Strategy<Value = String> {

@@ -108,14 +108,23 @@ impl ResolvedTarget {
     }
 }
 
-/// YAML (or JSON) text as a value; empty text is no value.
+/// YAML (or JSON) text as a value; empty text is no value. The text is a credential (a
+/// kubeconfig, a Secret's data): the error gives the position, never the parser's message,
+/// which quotes the text (a snippet of the line).
 pub fn parse_content(text: &str) -> Result<Option<Value>, String> {
     if text.trim().is_empty() {
         return Ok(None);
     }
     serde_saphyr::from_str::<Value>(text)
         .map(Some)
-        .map_err(|e| e.to_string())
+        .map_err(|e| match e.location() {
+            Some(at) => format!(
+                "line {} column {}: not valid YAML (the content is not shown)",
+                at.line(),
+                at.column()
+            ),
+            None => "not valid YAML (the content is not shown)".to_string(),
+        })
 }
 
 /// The kubeconfig text Landscaper's `KubernetesClusterTargetConfig` decoder finds in a target
@@ -596,5 +605,24 @@ mod tests {
             err.starts_with("unable to parse target confíguration"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn errors_about_credentials_do_not_quote_them() {
+        for text in [
+            "users: [{user: {token: SeCrEt}}\n  bad: SeCrEt",
+            "a: \"SeCrEt",
+            "token: SeCrEt: x",
+        ] {
+            let err = validate_kubeconfig(text).unwrap_err();
+            assert!(!err.contains("SeCrEt"), "{err}");
+            assert!(err.contains(": not valid YAML (the content"), "{err}");
+            let s = secret(&[("config", text)]);
+            let rt = ResolvedTarget::from_secret(secret_target(Some("config")), &s).unwrap();
+            let err = validate_target(Some(&rt)).unwrap_err();
+            assert!(!err.contains("SeCrEt"), "{err}");
+            let err = ResolvedTarget::from_secret(secret_target(None), &s).unwrap_err();
+            assert!(!err.contains("SeCrEt"), "{err}");
+        }
     }
 }

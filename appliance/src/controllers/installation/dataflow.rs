@@ -613,8 +613,14 @@ pub fn key_values(
     name: &str,
 ) -> Result<Value, String> {
     let parse = |k: &str, bytes: &[u8]| -> Result<Value, String> {
-        parse_yaml(&String::from_utf8_lossy(bytes))
-            .map_err(|e| format!("import {import:?}: {kind} {name} key {k}: {e}"))
+        parse_yaml(&String::from_utf8_lossy(bytes)).map_err(|e| {
+            if kind == "Secret" {
+                // The parser's message quotes the text: never a Secret's.
+                format!("import {import:?}: {kind} {name} key {k}: not valid YAML (the value is not shown)")
+            } else {
+                format!("import {import:?}: {kind} {name} key {k}: {e}")
+            }
+        })
     };
     match key.filter(|k| !k.is_empty()) {
         Some(k) => match data.get(k) {
@@ -691,14 +697,50 @@ pub fn construct_blueprint_imports(
     Ok(bindings)
 }
 
+/// Whether an installation's import values may hold values read from a Secret: one of its data
+/// imports is a `secretRef`, or a `dataRef` to a DataObject marked [`FROM_SECRET_ANNOTATION`]
+/// (a parent's import copied from a Secret). Import mappings and executions may mix any
+/// import into any value, so then all its import DataObjects are marked.
+pub fn imports_from_secrets(store: &Store, inst: &Installation) -> Result<bool, PhaseError> {
+    let scope = parent_scope(inst);
+    for imp in inst.spec.data_imports() {
+        if imp.secret_ref.is_some() {
+            return Ok(true);
+        }
+        if let Some(r) = &imp.data_ref {
+            let key = ObjectKey::new(
+                Kind::DataObject,
+                namespace(inst),
+                generate_data_object_name(&scope, r),
+            );
+            let marked = store
+                .get(&key)
+                .map_err(|e| store_error("ImportsSatisfied", e))?
+                .is_some_and(|o| {
+                    object::annotations(&o)
+                        .get(FROM_SECRET_ANNOTATION)
+                        .map(String::as_str)
+                        == Some("true")
+                });
+            if marked {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
 /// The DataObjects and Targets that publish the blueprint imports into the installation's own
-/// scope, so that its children can import them.
+/// scope, so that its children can import them. With `from_secret` ([`imports_from_secrets`])
+/// the DataObjects are marked [`FROM_SECRET_ANNOTATION`], so that readers without the API
+/// token see them redacted.
 pub fn import_objects(
     inst: &Installation,
     inst_value: &Value,
     blueprint: &Blueprint,
     bindings: &Bindings,
     job_id: &str,
+    from_secret: bool,
 ) -> Vec<Value> {
     let scope = own_scope(inst);
     let ns = namespace(inst);
@@ -721,18 +763,24 @@ pub fn import_objects(
             continue;
         };
         match def.import_type() {
-            Some(ImportType::Data) => out.push(json!({
-                "apiVersion": Kind::DataObject.api_version(),
-                "kind": "DataObject",
-                "metadata": {
-                    "name": generate_data_object_name(&scope, &def.name),
-                    "namespace": ns,
-                    "labels": labels(&def.name),
-                    "annotations": {DATA_OBJECT_HASH_ANNOTATION: content_hash(value)},
-                    "ownerReferences": [owner.clone()],
-                },
-                "data": value,
-            })),
+            Some(ImportType::Data) => {
+                let mut annotations = json!({DATA_OBJECT_HASH_ANNOTATION: content_hash(value)});
+                if from_secret {
+                    annotations[FROM_SECRET_ANNOTATION] = json!("true");
+                }
+                out.push(json!({
+                    "apiVersion": Kind::DataObject.api_version(),
+                    "kind": "DataObject",
+                    "metadata": {
+                        "name": generate_data_object_name(&scope, &def.name),
+                        "namespace": ns,
+                        "labels": labels(&def.name),
+                        "annotations": annotations,
+                        "ownerReferences": [owner.clone()],
+                    },
+                    "data": value,
+                }));
+            }
             Some(ImportType::Target) => {
                 out.push(target_copy(
                     value,
@@ -1356,7 +1404,7 @@ imports:
                 .unwrap()
                 .clone(),
         );
-        let objects = import_objects(&inst, &inst_value, &blueprint, &bindings, "job-1");
+        let objects = import_objects(&inst, &inst_value, &blueprint, &bindings, "job-1", false);
         let named = |n: &str| {
             objects
                 .iter()
@@ -1375,6 +1423,111 @@ imports:
         assert_eq!(kubeconfig_of(second), "kc 1");
         assert_eq!(object::labels(second)[DATA_OBJECT_INDEX_LABEL], "1");
         assert_eq!(object::owner_uids(second), ["u-1"]);
+    }
+
+    #[test]
+    fn secret_values_that_are_no_yaml_are_not_quoted() {
+        let data: BTreeMap<String, Vec<u8>> = [
+            ("k".to_string(), b"a: b: SeCrEt".to_vec()),
+            ("n".to_string(), b"\"SeCrEt".to_vec()),
+            ("o".to_string(), b"a: !!int SeCrEt".to_vec()),
+            ("p".to_string(), b"a: *SeCrEt".to_vec()),
+            ("q".to_string(), b"a: [SeCrEt".to_vec()),
+            ("s".to_string(), b"a:\n  - b\n c: SeCrEt".to_vec()),
+        ]
+        .into();
+        for key in ["k", "n", "o", "p", "q", "s"] {
+            let err = key_values(&data, Some(key), "imp", "Secret", "s").unwrap_err();
+            assert!(!err.contains("SeCrEt"), "{err}");
+            assert!(
+                err.contains(&format!("Secret s key {key}: not valid YAML")),
+                "{err}"
+            );
+            // ConfigMaps are no secret: their errors help.
+            let err = key_values(&data, Some(key), "imp", "ConfigMap", "c").unwrap_err();
+            assert!(err.contains("ConfigMap c key"), "{err}");
+            // The parser quotes some of the text (which is why a Secret's error must not).
+            if key == "o" {
+                assert!(err.contains("SeCrEt"), "{err}");
+            }
+        }
+    }
+
+    #[test]
+    fn imports_from_secrets_follow_the_copies() {
+        let (_dir, store) = open_store();
+        let marked = |name: &str| {
+            let mut o = data_object(name, json!({}), json!("s3cret"));
+            o["metadata"]["annotations"] = json!({FROM_SECRET_ANNOTATION: "true"});
+            o
+        };
+        // The parent `p` published `pw` (from a Secret) and `cfg` (plain) into its scope.
+        put(
+            &store,
+            vec![
+                marked(&generate_data_object_name("Inst.p", "pw")),
+                data_object(
+                    &generate_data_object_name("Inst.p", "cfg"),
+                    json!({}),
+                    json!(1),
+                ),
+            ],
+        );
+        let root =
+            |imports: Value| installation("root", None, json!({"imports": {"data": imports}}));
+        let child =
+            |imports: Value| installation("c", Some("p"), json!({"imports": {"data": imports}}));
+        let from_secret = |inst: &Installation| imports_from_secrets(&store, inst).unwrap();
+        assert!(from_secret(&root(
+            json!([{"name": "a", "secretRef": {"name": "s"}}])
+        )));
+        assert!(!from_secret(&root(
+            json!([{"name": "a", "configMapRef": {"name": "c"}}])
+        )));
+        assert!(from_secret(&child(json!([{"name": "a", "dataRef": "pw"}]))));
+        assert!(!from_secret(&child(
+            json!([{"name": "a", "dataRef": "cfg"}])
+        )));
+        assert!(!from_secret(&child(
+            json!([{"name": "a", "dataRef": "missing"}])
+        )));
+        assert!(from_secret(&child(json!([
+            {"name": "a", "dataRef": "cfg"}, {"name": "b", "dataRef": "pw"}]))));
+
+        // The copies are marked; targets are redacted on their own and stay unmarked.
+        let inst_value = json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1",
+            "kind": "Installation", "metadata": {"name": "root", "namespace": "ns", "uid": "u"},
+            "spec": {}});
+        let inst: Installation = from_value(&inst_value).unwrap();
+        let blueprint = Blueprint::from_yamlfs(&json!({"blueprint.yaml": "
+apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+imports:
+- name: pw
+  schema: {type: string}
+- name: cluster
+  type: target
+  targetType: landscaper.gardener.cloud/kubernetes-cluster
+"}))
+        .unwrap();
+        let bindings = Bindings::with_imports(
+            json!({"pw": "s3cret", "cluster": target("x", json!({}), "kc")})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        for flag in [true, false] {
+            let objects = import_objects(&inst, &inst_value, &blueprint, &bindings, "j", flag);
+            let annotation = |kind: &str| {
+                objects
+                    .iter()
+                    .find(|o| o["kind"] == kind)
+                    .map(|o| object::annotations(o).get(FROM_SECRET_ANNOTATION).cloned())
+                    .unwrap()
+            };
+            assert_eq!(annotation("DataObject"), flag.then(|| "true".to_string()));
+            assert_eq!(annotation("Target"), None);
+        }
     }
 
     #[test]

@@ -584,8 +584,9 @@ impl InstallationReconciler {
             })
             .await?
         };
-        // (f) imports into the own scope.
-        for o in dataflow::import_objects(inst, value, &blueprint, &bindings, job_id) {
+        // (f) imports into the own scope (marked when they may hold Secret values).
+        let from_secret = dataflow::imports_from_secrets(store, inst)?;
+        for o in dataflow::import_objects(inst, value, &blueprint, &bindings, job_id, from_secret) {
             if let Some(w) = upsert(store, o)? {
                 tx.writes.push(w);
             }

@@ -510,6 +510,10 @@ impl Emitter {
         mapping: bool,
         simple_key: bool,
     ) -> Result<(), String> {
+        if matches!(v, Value::List(_) | Value::Map(_)) {
+            // Shared lists and maps are written each time they occur: bounded by the budget.
+            crate::budget::check_bytes(self.out.len()).map_err(|e| e.to_string())?;
+        }
         self.root = root;
         self.sequence_ctx = sequence;
         self.mapping_ctx = mapping;

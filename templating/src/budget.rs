@@ -42,7 +42,7 @@ impl Default for RenderBudget {
             max_value_bytes: 16 << 20,
             max_list_items: 1 << 20,
             max_duration: Duration::from_secs(20),
-            max_alloc_bytes: 256 << 20,
+            max_alloc_bytes: 192 << 20,
         }
     }
 }
@@ -95,7 +95,9 @@ pub fn enter(budget: &RenderBudget) -> BudgetGuard {
     ACTIVE.with(|a| {
         let mut a = a.borrow_mut();
         let depth = a.len();
-        let mut deadline = now.checked_add(budget.max_duration).unwrap_or(now + Duration::from_secs(86_400 * 365));
+        let mut deadline = now
+            .checked_add(budget.max_duration)
+            .unwrap_or(now + Duration::from_secs(86_400 * 365));
         if let Some(outer) = a.last() {
             deadline = deadline.min(outer.deadline);
         }
@@ -188,7 +190,10 @@ pub fn check_time() -> Result<(), BudgetExceeded> {
     match over {
         Some(Some(d)) => Err(fail(
             "max_duration",
-            format!("rendering takes longer than the limit of {} s", d.as_secs_f64()),
+            format!(
+                "rendering takes longer than the limit of {} s",
+                d.as_secs_f64()
+            ),
         )),
         _ => Ok(()),
     }

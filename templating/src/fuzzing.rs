@@ -77,7 +77,13 @@ pub fn gotemplate(input: &[u8]) {
     let budget = budget();
     let data = GoValue::from_json(&data());
     for name in template.names() {
-        match template.execute(&name, &data, &funcs, &EmptyFiles, &Limits::with_budget(budget)) {
+        match template.execute(
+            &name,
+            &data,
+            &funcs,
+            &EmptyFiles,
+            &Limits::with_budget(budget),
+        ) {
             Ok(out) => assert!(
                 out.len() <= budget.max_output_bytes,
                 "output of {} bytes",

@@ -1,11 +1,11 @@
 //! The engine's API beyond Go's semantics: template sets, nested execution through
 //! `CallContext` (`include`, `tpl`), files, safety limits, builtins as a FuncMap.
 
+use landscaper_templating::RenderBudget;
 use landscaper_templating::gotemplate::{
     Arity, EmptyFiles, ErrorKind, FuncError, FuncMap, Limits, MapFiles, Template, Value, builtins,
     render,
 };
-use landscaper_templating::RenderBudget;
 use serde_json::json;
 
 fn string_arg(v: &Value) -> Result<String, FuncError> {

@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use landscaper_templating::RenderBudget;
-use landscaper_templating::blueprint::{Bindings, Blueprint, BlueprintFs, render_deploy_executions};
+use landscaper_templating::blueprint::{
+    Bindings, Blueprint, BlueprintFs, render_deploy_executions,
+};
 use landscaper_templating::gotemplate::{
     EmptyFiles, ErrorKind, Limits, Template, TemplateError, Value, funcs,
 };
@@ -24,17 +26,31 @@ fn small() -> RenderBudget {
 fn go(text: &str, budget: RenderBudget) -> Result<String, TemplateError> {
     let f = funcs::landscaper_template_funcs(Default::default());
     let t = Template::parse("hostile", text, &f)?;
-    t.execute("hostile", &Value::Nil, &f, &EmptyFiles, &Limits::with_budget(budget))
+    t.execute(
+        "hostile",
+        &Value::Nil,
+        &f,
+        &EmptyFiles,
+        &Limits::with_budget(budget),
+    )
 }
 
 fn go_limit(text: &str, budget: RenderBudget, limit: &str) -> String {
     let start = Instant::now();
     let err = go(text, budget).expect_err(text);
     assert_eq!(err.kind, ErrorKind::Limit, "{text}: {err:?}");
-    assert!(err.message.starts_with("template: hostile"), "{}", err.message);
+    assert!(
+        err.message.starts_with("template: hostile"),
+        "{}",
+        err.message
+    );
     assert!(err.message.contains(limit), "{text}: {}", err.message);
     // Detected early: the debug build takes well under the limits' wall time.
-    assert!(start.elapsed() < Duration::from_secs(15), "{text}: {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{text}: {:?}",
+        start.elapsed()
+    );
     err.message
 }
 
@@ -50,7 +66,11 @@ fn spiff_limit(text: &str, budget: RenderBudget, limit: &str) -> String {
     let start = Instant::now();
     let err = spiff_yaml(text, budget).expect_err(text);
     assert!(err.message.contains(limit), "{text}: {}", err.message);
-    assert!(start.elapsed() < Duration::from_secs(15), "{text}: {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{text}: {:?}",
+        start.elapsed()
+    );
     err.message
 }
 
@@ -59,39 +79,76 @@ fn spiff_limit(text: &str, budget: RenderBudget, limit: &str) -> String {
 #[test]
 fn spiff_format_huge_width_is_go_noverb() {
     // Aborted the daemon (allocation failure) before.
-    let out = spiff_yaml(r#"a: (( format("%99999999999999999999d", 1) ))"#, RenderBudget::default()).unwrap();
+    let out = spiff_yaml(
+        r#"a: (( format("%99999999999999999999d", 1) ))"#,
+        RenderBudget::default(),
+    )
+    .unwrap();
     assert_eq!(out["a"], "%!(NOVERB)%!(EXTRA int64=1)");
-    let out = spiff_yaml(r#"a: (( format("%.99999999999d", 1) ))"#, RenderBudget::default()).unwrap();
+    let out = spiff_yaml(
+        r#"a: (( format("%.99999999999d", 1) ))"#,
+        RenderBudget::default(),
+    )
+    .unwrap();
     assert_eq!(out["a"], "%!(NOVERB)%!(EXTRA int64=1)");
 }
 
 #[test]
 fn spiff_format_huge_star_width_is_go_badwidth() {
     // Returned 100 MB before.
-    let out = spiff_yaml(r#"a: (( format("%*d", -99999999, 1) ))"#, RenderBudget::default()).unwrap();
+    let out = spiff_yaml(
+        r#"a: (( format("%*d", -99999999, 1) ))"#,
+        RenderBudget::default(),
+    )
+    .unwrap();
     assert_eq!(out["a"], "%!(BADWIDTH)1");
-    let out = spiff_yaml(r#"a: (( format("%.*d", 99999999, 1) ))"#, RenderBudget::default()).unwrap();
+    let out = spiff_yaml(
+        r#"a: (( format("%.*d", 99999999, 1) ))"#,
+        RenderBudget::default(),
+    )
+    .unwrap();
     assert_eq!(out["a"], "%!(BADPREC)1");
     // Within Go's bound a width applies.
-    let out = spiff_yaml(r#"a: (( format("%*d|%-3s|", 4, 7, "x") ))"#, RenderBudget::default()).unwrap();
+    let out = spiff_yaml(
+        r#"a: (( format("%*d|%-3s|", 4, 7, "x") ))"#,
+        RenderBudget::default(),
+    )
+    .unwrap();
     assert_eq!(out["a"], "   7|x  |");
 }
 
 #[test]
 fn gotemplate_printf_huge_width_is_go_noverb() {
     let b = RenderBudget::default();
-    assert_eq!(go(r#"{{ printf "%99999999999999999999d" 1 }}"#, b).unwrap(), "%!(NOVERB)%!(EXTRA int=1)");
-    assert_eq!(go(r#"{{ printf "%*d" -99999999 1 }}"#, b).unwrap(), "%!(BADWIDTH)1");
+    assert_eq!(
+        go(r#"{{ printf "%99999999999999999999d" 1 }}"#, b).unwrap(),
+        "%!(NOVERB)%!(EXTRA int=1)"
+    );
+    assert_eq!(
+        go(r#"{{ printf "%*d" -99999999 1 }}"#, b).unwrap(),
+        "%!(BADWIDTH)1"
+    );
     // Go takes any integer type for `*`, an uint64 too.
-    assert_eq!(go(r#"{{ printf "%*d" (semver "5.0.0").Major 1 }}"#, b).unwrap(), "    1");
+    assert_eq!(
+        go(r#"{{ printf "%*d" (semver "5.0.0").Major 1 }}"#, b).unwrap(),
+        "    1"
+    );
 }
 
 #[test]
 fn printf_directives_add_up_to_the_value_limit() {
     // Each directive is within Go's bound (10^7 - 1), together they are not.
-    let text = format!("{{{{ printf \"{}\" {} }}}}", "%9999999d".repeat(100), "1 ".repeat(100));
+    let text = format!(
+        "{{{{ printf \"{}\" {} }}}}",
+        "%9999999d".repeat(100),
+        "1 ".repeat(100)
+    );
     go_limit(&text, RenderBudget::default(), "max_value_bytes");
-    let text = format!("a: (( format(\"{}\", {}) ))", "%9999999d".repeat(100), vec!["1"; 100].join(", "));
+    let text = format!(
+        "a: (( format(\"{}\", {}) ))",
+        "%9999999d".repeat(100),
+        vec!["1"; 100].join(", ")
+    );
     spiff_limit(&text, RenderBudget::default(), "max_value_bytes");
 }
 
@@ -100,12 +157,31 @@ fn printf_directives_add_up_to_the_value_limit() {
 #[test]
 fn until_huge_fails_before_allocating() {
     // Took 3 GB and 8 s before.
-    let m = go_limit("{{ until 100000000 | len }}", RenderBudget::default(), "max_list_items");
+    let m = go_limit(
+        "{{ until 100000000 | len }}",
+        RenderBudget::default(),
+        "max_list_items",
+    );
     assert!(m.contains("100000000 items"), "{m}");
-    go_limit("{{ untilStep 0 100000000 1 | len }}", RenderBudget::default(), "max_list_items");
-    go_limit("{{ seq 100000000 }}", RenderBudget::default(), "max_list_items");
+    go_limit(
+        "{{ untilStep 0 100000000 1 | len }}",
+        RenderBudget::default(),
+        "max_list_items",
+    );
+    go_limit(
+        "{{ seq 100000000 }}",
+        RenderBudget::default(),
+        "max_list_items",
+    );
     // Go's int arithmetic wraps (seq's end + 1) instead of panicking.
-    assert_eq!(go("{{ seq 9223372036854775807 9223372036854775807 }}", RenderBudget::default()).unwrap(), "");
+    assert_eq!(
+        go(
+            "{{ seq 9223372036854775807 9223372036854775807 }}",
+            RenderBudget::default()
+        )
+        .unwrap(),
+        ""
+    );
 }
 
 #[test]
@@ -115,9 +191,21 @@ fn repeat_and_friends_fail_before_allocating() {
     go_limit(r#"{{ randAlphaNum 200000000 }}"#, b, "max_value_bytes");
     go_limit(r#"{{ randBytes 200000000 }}"#, b, "max_value_bytes");
     go_limit(r#"{{ indent 200000000 "a" }}"#, b, "max_value_bytes");
-    go_limit(r#"{{ $s := repeat 1000000 "a" }}{{ replace "" $s $s }}"#, b, "max_value_bytes");
-    go_limit(r#"{{ $s := repeat 1000000 "a" }}{{ join $s (until 1000) }}"#, b, "max_value_bytes");
-    go_limit(r#"{{ $s := repeat 1000000 "a" }}{{ wrapWith 1 $s $s }}"#, b, "max_value_bytes");
+    go_limit(
+        r#"{{ $s := repeat 1000000 "a" }}{{ replace "" $s $s }}"#,
+        b,
+        "max_value_bytes",
+    );
+    go_limit(
+        r#"{{ $s := repeat 1000000 "a" }}{{ join $s (until 1000) }}"#,
+        b,
+        "max_value_bytes",
+    );
+    go_limit(
+        r#"{{ $s := repeat 1000000 "a" }}{{ wrapWith 1 $s $s }}"#,
+        b,
+        "max_value_bytes",
+    );
 }
 
 #[test]
@@ -137,7 +225,14 @@ fn doubling_strings_stop_at_the_value_limit() {
 #[test]
 fn shared_maps_do_not_expand_when_printed() {
     // 2^40 leaves when written out; the structure itself is 40 maps.
-    for sink in ["toJson $d", "toYaml $d", "$d", "toString $d", "deepCopy $d | len", "toPrettyJson $d"] {
+    for sink in [
+        "toJson $d",
+        "toYaml $d",
+        "$d",
+        "toString $d",
+        "deepCopy $d | len",
+        "toPrettyJson $d",
+    ] {
         let text = format!(
             r#"{{{{ $d := dict "a" 1 }}}}{{{{ range until 40 }}}}{{{{ $d = dict "l" $d "r" $d }}}}{{{{ end }}}}{{{{ {sink} }}}}"#
         );
@@ -173,7 +268,11 @@ fn built_values_add_up_to_the_allocation_limit() {
 
 #[test]
 fn spiff_huge_range_fails_before_allocating() {
-    spiff_limit("big: (( length([1..100000000]) ))", RenderBudget::default(), "max_list_items");
+    spiff_limit(
+        "big: (( length([1..100000000]) ))",
+        RenderBudget::default(),
+        "max_list_items",
+    );
 }
 
 // --- steps and time --------------------------------------------------------------------------
@@ -195,8 +294,16 @@ fn wall_time_is_bounded() {
         max_steps: u64::MAX,
         ..RenderBudget::default()
     };
-    go_limit("{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}", b, "max_duration");
-    spiff_limit("f: (( |x|-> x <= 0 ? 0 :_(x - 1) + _(x - 1) ))\nr: (( .f(60) ))", b, "max_duration");
+    go_limit(
+        "{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}",
+        b,
+        "max_duration",
+    );
+    spiff_limit(
+        "f: (( |x|-> x <= 0 ? 0 :_(x - 1) + _(x - 1) ))\nr: (( .f(60) ))",
+        b,
+        "max_duration",
+    );
 }
 
 #[test]
@@ -205,13 +312,21 @@ fn spiff_steps_are_bounded() {
         max_steps: 100_000,
         ..RenderBudget::default()
     };
-    spiff_limit("f: (( |x|-> x <= 0 ? 0 :_(x - 1) + _(x - 1) ))\nr: (( .f(60) ))", b, "max_steps");
+    spiff_limit(
+        "f: (( |x|-> x <= 0 ? 0 :_(x - 1) + _(x - 1) ))\nr: (( .f(60) ))",
+        b,
+        "max_steps",
+    );
 }
 
 #[test]
 fn a_caught_error_still_fails_the_render() {
     // spiff's `||` takes the right side when the left fails; the budget violation stays.
-    spiff_limit("a: (( [1..100000000] || 1 ))", RenderBudget::default(), "max_list_items");
+    spiff_limit(
+        "a: (( [1..100000000] || 1 ))",
+        RenderBudget::default(),
+        "max_list_items",
+    );
 }
 
 // --- blueprints --------------------------------------------------------------------------------
@@ -223,7 +338,9 @@ fn blueprint_rendering_passes_the_budget() {
     let mut bindings = Bindings::default();
     assert!(render_deploy_executions(&bp, &bindings).is_ok());
     bindings.budget.max_list_items = 1000;
-    let err = render_deploy_executions(&bp, &bindings).unwrap_err().to_string();
+    let err = render_deploy_executions(&bp, &bindings)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("max_list_items"), "{err}");
     assert!(err.contains("go"), "{err}");
 }

@@ -11,8 +11,8 @@ use super::methods::{self, Method};
 use super::parse::{self, Arg, BranchNode, CommandNode, ListNode, Node, PipeNode, VariableNode};
 use super::print;
 use super::template::{FileHost, Limits, MissingKey, Source, Tree};
-use crate::budget::{self, BudgetExceeded};
 use super::value::{Elem, Value};
+use crate::budget::{self, BudgetExceeded};
 
 /// An execution failure: a Go-formatted message, or a safety limit that was hit.
 pub(crate) enum ExecErr {
@@ -125,7 +125,11 @@ pub(crate) struct State<'a, 'h> {
 
 /// Charges a value of `bytes` bytes to the budget when it is new: only the result holds it.
 fn fresh(holders: usize, bytes: u64) -> Result<(), BudgetExceeded> {
-    if holders == 1 { budget::alloc(bytes) } else { Ok(()) }
+    if holders == 1 {
+        budget::alloc(bytes)
+    } else {
+        Ok(())
+    }
 }
 
 /// Go's "dig down one level" after each command of a pipeline: interface values become their
@@ -225,7 +229,7 @@ impl<'a, 'h> State<'a, 'h> {
             );
             return Err(self.limit(msg));
         }
-        if self.shared.steps % 1024 == 0
+        if self.shared.steps.is_multiple_of(1024)
             && let Err(e) = budget::check_time()
         {
             return Err(self.budget_error(e));
@@ -253,19 +257,20 @@ impl<'a, 'h> State<'a, 'h> {
     /// anything else) counts against the budget's total of values built.
     fn check_result(&mut self, v: &Value) -> R<()> {
         let r = match v {
-            Value::String(s) => budget::check_bytes(s.len()).and_then(|()| {
-                fresh(Rc::strong_count(s), s.len() as u64)
-            }),
+            Value::String(s) => budget::check_bytes(s.len())
+                .and_then(|()| fresh(Rc::strong_count(s), s.len() as u64)),
             Value::ByteString(b) | Value::Bytes(b) => budget::check_bytes(b.len())
                 .and_then(|()| fresh(Rc::strong_count(b), b.len() as u64)),
             Value::List(l) => budget::check_items(l.len() as u128).and_then(|()| {
-                fresh(Rc::strong_count(l), l.len() as u64 * budget::LIST_ITEM_BYTES)
+                fresh(
+                    Rc::strong_count(l),
+                    l.len() as u64 * budget::LIST_ITEM_BYTES,
+                )
             }),
             Value::Map(m) => {
                 let n = m.borrow().len();
-                budget::check_items(n as u128).and_then(|()| {
-                    fresh(Rc::strong_count(m), n as u64 * budget::MAP_ENTRY_BYTES)
-                })
+                budget::check_items(n as u128)
+                    .and_then(|()| fresh(Rc::strong_count(m), n as u64 * budget::MAP_ENTRY_BYTES))
             }
             _ => Ok(()),
         };

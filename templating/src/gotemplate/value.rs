@@ -284,7 +284,9 @@ impl Value {
                 // Shared lists and maps would be copied each time they occur.
                 crate::budget::alloc(items.len() as u64 * crate::budget::LIST_ITEM_BYTES)
                     .map_err(|e| e.to_string())?;
-                serde_json::Value::Array(items.iter().map(Value::to_json).collect::<Result<_, _>>()?)
+                serde_json::Value::Array(
+                    items.iter().map(Value::to_json).collect::<Result<_, _>>()?,
+                )
             }
             Value::Map(map) => serde_json::Value::Object(
                 crate::budget::alloc(map.borrow().len() as u64 * crate::budget::MAP_ENTRY_BYTES)

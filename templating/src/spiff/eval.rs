@@ -125,7 +125,7 @@ pub(crate) fn eval(e: &Rc<Expr>, env: &Env, locally: bool) -> Res {
         );
         return fail(e.to_string());
     }
-    if steps % 1024 == 0
+    if steps.is_multiple_of(1024)
         && let Err(e) = budget::check_time()
     {
         st.limit_hit.set(true);
@@ -656,6 +656,12 @@ fn eval_inner(e: &Rc<Expr>, env: &Env, locally: bool) -> Res {
             }
             if !resolved {
                 return unresolved(&pushed(e, &[(a, &va), (b, &vb)]), info);
+            }
+            if let (Value::Str(x), Value::Str(y)) = (&va, &vb)
+                && let Err(e) = budget::check_bytes(x.len() + y.len())
+            {
+                // Before the concatenation is built.
+                return info.error(e.to_string());
             }
             if let Some(s) = concatenate_string(&va, &vb) {
                 let v = Value::str(s);

@@ -3,9 +3,9 @@
 
 use super::super::function::{Arity, FuncError, FuncMap};
 use super::super::value::{Elem, Value};
-use crate::budget::{self, BudgetExceeded};
 use super::args::{self, s};
 use super::conv::{float_to_i64, format_float, parse_int, to_float64, to_int64};
+use crate::budget::{self, BudgetExceeded};
 
 fn divide_by_zero() -> FuncError {
     FuncError::new("runtime error: integer divide by zero")

@@ -288,6 +288,22 @@ fn loop_of_ten_to_the_ten_stops_at_the_step_limit() {
 }
 
 #[test]
+fn quadratic_and_deep_comparisons_are_charged() {
+    let b = RenderBudget {
+        max_steps: 100_000,
+        ..RenderBudget::default()
+    };
+    go_limit("{{ until 1000000 | uniq | len }}", b, "max_steps");
+    spiff_limit("u: (( length(uniq([1..1000000])) ))", b, "max_steps");
+    // Two separately built maps of 2^40 leaves, compared by `has`.
+    go_limit(
+        r#"{{ $a := dict "k" 1 }}{{ $b := dict "k" 1 }}{{ range until 40 }}{{ $a = dict "l" $a "r" $a }}{{ $b = dict "l" $b "r" $b }}{{ end }}{{ has $a (list $b) }}"#,
+        b,
+        "max_steps",
+    );
+}
+
+#[test]
 fn wall_time_is_bounded() {
     let b = RenderBudget {
         max_duration: Duration::from_millis(200),

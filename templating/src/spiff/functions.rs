@@ -414,6 +414,9 @@ fn uniq(args: &[Value]) -> FRes {
     };
     let mut out: Vec<Node> = Vec::new();
     for v in l.iter() {
+        if let Err(e) = crate::budget::charge(out.len() as u64) {
+            return err(e.to_string());
+        }
         if !out.iter().any(|n| compare_equals(v.value(), n.value()).0) {
             out.push(v.clone());
         }

@@ -251,7 +251,11 @@ fn expand_replace(
     literal: bool,
 ) -> Result<String, crate::budget::BudgetExceeded> {
     let limit = crate::budget::current().max_value_bytes;
-    let dollars = if literal { 0 } else { repl.matches('$').count() };
+    let dollars = if literal {
+        0
+    } else {
+        repl.matches('$').count()
+    };
     let mut out = String::new();
     let mut last = 0;
     for caps in re.captures_iter(text) {

@@ -2,7 +2,12 @@
 //! (`spiff`), JSON schema validation (`schema`), and blueprint rendering.
 
 pub mod blueprint;
+pub mod budget;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gotemplate;
 pub mod schema;
 pub mod spiff;
 mod yaml_scalar;
+
+pub use budget::RenderBudget;

@@ -1,6 +1,7 @@
 //! The engine's API beyond Go's semantics: template sets, nested execution through
 //! `CallContext` (`include`, `tpl`), files, safety limits, builtins as a FuncMap.
 
+use landscaper_templating::RenderBudget;
 use landscaper_templating::gotemplate::{
     Arity, EmptyFiles, ErrorKind, FuncError, FuncMap, Limits, MapFiles, Template, Value, builtins,
     render,
@@ -179,30 +180,30 @@ fn files_come_from_the_host() {
 fn output_and_step_limits() {
     let t = Template::parse("t", "{{range .}}xxxxxxxxxx{{end}}", &funcs()).unwrap();
     let data = Value::from_json(&json!((0..1000).collect::<Vec<_>>()));
-    let limits = Limits {
+    let limits = Limits::with_budget(RenderBudget {
         max_output_bytes: 5000,
-        ..Limits::default()
-    };
+        ..RenderBudget::default()
+    });
     let err = t
         .execute("t", &data, &funcs(), &EmptyFiles, &limits)
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Limit);
     assert_eq!(
         err.message,
-        "template: t: output exceeds limit of 5000 bytes"
+        "template: t: output exceeds limit of 5000 bytes (render budget max_output_bytes)"
     );
 
-    let limits = Limits {
+    let limits = Limits::with_budget(RenderBudget {
         max_steps: 500,
-        ..Limits::default()
-    };
+        ..RenderBudget::default()
+    });
     let err = t
         .execute("t", &data, &funcs(), &EmptyFiles, &limits)
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Limit);
     assert_eq!(
         err.message,
-        "template: t: execution exceeds limit of 500 steps"
+        "template: t: execution exceeds limit of 500 steps (render budget max_steps)"
     );
 
     // The limit error survives being wrapped by an include.
@@ -212,17 +213,17 @@ fn output_and_step_limits() {
         &funcs(),
     )
     .unwrap();
-    let limits = Limits {
+    let limits = Limits::with_budget(RenderBudget {
         max_output_bytes: 5000,
-        ..Limits::default()
-    };
+        ..RenderBudget::default()
+    });
     let err = t
         .execute("t", &data, &funcs(), &EmptyFiles, &limits)
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Limit);
     assert_eq!(
         err.message,
-        "template: x: output exceeds limit of 5000 bytes"
+        "template: x: output exceeds limit of 5000 bytes (render budget max_output_bytes)"
     );
 }
 

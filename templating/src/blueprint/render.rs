@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use super::load::{Blueprint, ExecutionKind, ExecutionProblem, ExecutionSource, PreparedExecution};
 use super::model::{ImportDefinition, ImportType, InstallationTemplate, TemplateType};
 use super::yaml::{Locator, PathSegment, display_path, parse_yaml, source_snippet};
+use crate::budget::RenderBudget;
 use crate::gotemplate::funcs::{Components, landscaper_template_funcs};
 use crate::gotemplate::{FuncMap, Limits, Template, Value as GoValue};
 use crate::schema::format_violations;
@@ -66,6 +67,8 @@ pub struct Bindings {
     /// Previous template states by key (`deploy<execution>`, `export<execution>`); an execution
     /// without one sees `.state` as an empty map.
     pub state: BTreeMap<String, Value>,
+    /// The budget of each execution (both engines).
+    pub budget: RenderBudget,
 }
 
 impl Bindings {
@@ -330,6 +333,7 @@ struct Pass<'a> {
     spiff_functions: Option<SpiffFunctions>,
     previous_state: &'a BTreeMap<String, Value>,
     state: BTreeMap<String, Value>,
+    budget: RenderBudget,
 }
 
 impl<'a> Pass<'a> {
@@ -339,6 +343,7 @@ impl<'a> Pass<'a> {
         values: Map<String, Value>,
         components: Components,
         previous_state: &'a BTreeMap<String, Value>,
+        budget: RenderBudget,
     ) -> Pass<'a> {
         Pass {
             blueprint,
@@ -350,6 +355,7 @@ impl<'a> Pass<'a> {
             spiff_functions: None,
             previous_state,
             state: BTreeMap::new(),
+            budget,
         }
     }
 
@@ -408,7 +414,7 @@ impl<'a> Pass<'a> {
                 &data,
                 funcs,
                 self.blueprint.fs(),
-                &Limits::default(),
+                &Limits::with_budget(self.budget),
             )
             .map_err(template_error)?;
         if self.kind != ExecutionKind::Import
@@ -488,6 +494,7 @@ impl<'a> Pass<'a> {
         let options = SpiffOptions {
             functions,
             files: self.blueprint.fs().to_map(),
+            budget: self.budget,
             ..SpiffOptions::default()
         };
         let spiff_error = |e: spiff::SpiffError| {
@@ -700,6 +707,7 @@ pub fn render_deploy_executions(
         bindings.values(),
         bindings.components(),
         &bindings.state,
+        bindings.budget,
     );
     let mut items = Vec::new();
     for exec in blueprint.executions(kind) {
@@ -751,6 +759,7 @@ pub fn render_export_executions(
         bindings.values(),
         bindings.base.components(),
         &bindings.base.state,
+        bindings.base.budget,
     );
     let mut exports = Map::new();
     for exec in blueprint.executions(kind) {
@@ -844,6 +853,7 @@ pub fn render_subinstallations(
         bindings.values(),
         bindings.components(),
         &bindings.state,
+        bindings.budget,
     );
     let mut templates = Vec::new();
     for exec in blueprint.executions(kind) {
@@ -1178,6 +1188,7 @@ pub fn render_import_executions(
         bindings.values(),
         bindings.components(),
         &bindings.state,
+        bindings.budget,
     );
     let mut out = ImportExecutionsOutput::default();
     for exec in blueprint.executions(kind) {

@@ -12,6 +12,7 @@ use super::parse::{self, Arg, BranchNode, CommandNode, ListNode, Node, PipeNode,
 use super::print;
 use super::template::{FileHost, Limits, MissingKey, Source, Tree};
 use super::value::{Elem, Value};
+use crate::budget::{self, BudgetExceeded};
 
 /// An execution failure: a Go-formatted message, or a safety limit that was hit.
 pub(crate) enum ExecErr {
@@ -122,6 +123,15 @@ pub(crate) struct State<'a, 'h> {
     out: String,
 }
 
+/// Charges a value of `bytes` bytes to the budget when it is new: only the result holds it.
+fn fresh(holders: usize, bytes: u64) -> Result<(), BudgetExceeded> {
+    if holders == 1 {
+        budget::alloc(bytes)
+    } else {
+        Ok(())
+    }
+}
+
 /// Go's "dig down one level" after each command of a pipeline: interface values become their
 /// concrete contents (a nil interface becomes the invalid value).
 fn dig(v: Rv) -> Rv {
@@ -212,25 +222,60 @@ impl<'a, 'h> State<'a, 'h> {
 
     fn step(&mut self) -> R<()> {
         self.shared.steps += 1;
-        if self.shared.steps > self.shared.limits.max_steps {
+        if self.shared.steps > self.shared.limits.budget.max_steps {
             let msg = format!(
-                "template: {}: execution exceeds limit of {} steps",
-                self.tree.name, self.shared.limits.max_steps
+                "template: {}: execution exceeds limit of {} steps (render budget max_steps)",
+                self.tree.name, self.shared.limits.budget.max_steps
+            );
+            return Err(self.limit(msg));
+        }
+        if self.shared.steps.is_multiple_of(1024)
+            && let Err(e) = budget::check_time()
+        {
+            return Err(self.budget_error(e));
+        }
+        Ok(())
+    }
+
+    fn budget_error(&mut self, e: BudgetExceeded) -> ExecErr {
+        let msg = format!("template: {}: {e}", self.tree.name);
+        self.limit(msg)
+    }
+
+    fn check_output(&mut self) -> R<()> {
+        if self.out.len() > self.shared.limits.budget.max_output_bytes {
+            let msg = format!(
+                "template: {}: output exceeds limit of {} bytes (render budget max_output_bytes)",
+                self.tree.name, self.shared.limits.budget.max_output_bytes
             );
             return Err(self.limit(msg));
         }
         Ok(())
     }
 
-    fn check_output(&mut self) -> R<()> {
-        if self.out.len() > self.shared.limits.max_output_bytes {
-            let msg = format!(
-                "template: {}: output exceeds limit of {} bytes",
-                self.tree.name, self.shared.limits.max_output_bytes
-            );
-            return Err(self.limit(msg));
-        }
-        Ok(())
+    /// A function's result: no larger than the budget allows; a new one (not shared with
+    /// anything else) counts against the budget's total of values built.
+    fn check_result(&mut self, v: &Value) -> R<()> {
+        let r = match v {
+            Value::String(s) => budget::check_bytes(s.len())
+                .and_then(|()| fresh(Rc::strong_count(s), s.len() as u64)),
+            Value::ByteString(b) | Value::Bytes(b) => budget::check_bytes(b.len())
+                .and_then(|()| fresh(Rc::strong_count(b), b.len() as u64)),
+            Value::List(l) => budget::check_items(l.len() as u128).and_then(|()| {
+                fresh(
+                    Rc::strong_count(l),
+                    l.len() as u64 * budget::LIST_ITEM_BYTES,
+                )
+            }),
+            Value::Map(m) => {
+                let n = m.borrow().len();
+                budget::check_items(n as u128)
+                    .and_then(|()| fresh(Rc::strong_count(m), n as u64 * budget::MAP_ENTRY_BYTES))
+            }
+            _ => Ok(()),
+        };
+        let r = r.and_then(|()| budget::exceeded().map_or(Ok(()), Err));
+        r.map_err(|e| self.budget_error(e))
     }
 
     // --- variables ---------------------------------------------------------------------------
@@ -866,6 +911,7 @@ impl<'a, 'h> State<'a, 'h> {
             };
             return match result {
                 Ok(v) => {
+                    self.check_result(&v)?;
                     let iface = matches!(v, Value::Nil);
                     Ok(Rv { v, iface })
                 }
@@ -896,7 +942,10 @@ impl<'a, 'h> State<'a, 'h> {
             Callee::User(_) | Callee::Method(..) => unreachable!("functions return above"),
         };
         match result {
-            Ok(v) => Ok(v),
+            Ok(v) => {
+                self.check_result(&v.v)?;
+                Ok(v)
+            }
             Err(msg) => self.call_error(node, name, msg),
         }
     }
@@ -904,6 +953,9 @@ impl<'a, 'h> State<'a, 'h> {
     fn call_error(&mut self, node: Ctx<'a>, name: &str, msg: String) -> R<Rv> {
         if let Some(limit) = &self.shared.limit_error {
             return Err(ExecErr::Limit(limit.clone()));
+        }
+        if let Some(e) = budget::exceeded() {
+            return Err(self.budget_error(e));
         }
         self.at(node);
         Err(self.errorf(format_args!("error calling {name}: {msg}")))

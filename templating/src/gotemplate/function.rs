@@ -21,6 +21,12 @@ impl FuncError {
     }
 }
 
+impl From<crate::budget::BudgetExceeded> for FuncError {
+    fn from(e: crate::budget::BudgetExceeded) -> Self {
+        FuncError::new(e.to_string())
+    }
+}
+
 impl std::fmt::Display for FuncError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)

@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use super::value::{Elem, Value};
+use crate::budget;
 
 /// Go's `fmt.Sprint`: operands formatted with `%v`, a space between two operands when neither
 /// is a string.
@@ -63,6 +64,7 @@ pub fn write_value(out: &mut String, v: &Value) {
         _ => {
             let mut p = Printer::new();
             p.buf = std::mem::take(out);
+            p.base = p.buf.len();
             p.print_arg(v, 'v');
             *out = p.buf;
         }
@@ -467,6 +469,10 @@ struct Printer {
     f: Flags,
     wid: usize,
     prec: usize,
+    /// Where this printer's text starts in `buf` (see [`Printer::over`]).
+    base: usize,
+    /// The render budget's `max_value_bytes`.
+    limit: usize,
 }
 
 const LDIGITS: &[u8] = b"0123456789abcdefx";
@@ -516,9 +522,17 @@ fn int_from_arg(a: &[Value], arg_num: usize) -> (isize, bool, usize) {
     let mut num = 0isize;
     let mut is_int = false;
     if arg_num < a.len() {
-        if let Value::Int(i) | Value::Int64(i) = a[arg_num] {
-            num = i as isize;
-            is_int = true;
+        match a[arg_num] {
+            Value::Int(i) | Value::Int64(i) => {
+                num = i as isize;
+                is_int = true;
+            }
+            // Go's intFromArg takes any unsigned integer that fits an int.
+            Value::Uint64(u) if isize::try_from(u).is_ok() => {
+                num = u as isize;
+                is_int = true;
+            }
+            _ => {}
         }
         new_arg_num = arg_num + 1;
         if num.unsigned_abs() > 1_000_000 {
@@ -536,7 +550,16 @@ impl Printer {
             f: Flags::default(),
             wid: 0,
             prec: 0,
+            base: 0,
+            limit: budget::current().max_value_bytes,
         }
+    }
+
+    /// Whether the text printed so far exceeds the render budget (recorded there, so that the
+    /// render fails); printing stops early instead of expanding shared or huge values.
+    fn over(&self) -> bool {
+        let n = self.buf.len() - self.base;
+        n > self.limit && budget::check_bytes(n).is_err()
     }
 
     fn write_padding(&mut self, n: usize) {
@@ -1105,6 +1128,9 @@ impl Printer {
                 if self.f.sharp_v {
                     self.buf.push_str("[]interface {}{");
                     for (i, item) in items.iter().enumerate() {
+                        if self.over() {
+                            return;
+                        }
                         if i > 0 {
                             self.buf.push_str(", ");
                         }
@@ -1114,6 +1140,9 @@ impl Printer {
                 } else {
                     self.buf.push('[');
                     for (i, item) in items.iter().enumerate() {
+                        if self.over() {
+                            return;
+                        }
                         if i > 0 {
                             self.buf.push(' ');
                         }
@@ -1129,6 +1158,9 @@ impl Printer {
                 }
                 self.buf.push('{');
                 for (i, (field, item)) in st.borrow().iter().enumerate() {
+                    if self.over() {
+                        return;
+                    }
                     if i > 0 {
                         self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
                     }
@@ -1148,6 +1180,9 @@ impl Printer {
                     self.buf.push_str("map[");
                 }
                 for (i, (k, item)) in m.iter().enumerate() {
+                    if self.over() {
+                        return;
+                    }
                     if i > 0 {
                         self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
                     }
@@ -1168,6 +1203,9 @@ impl Printer {
         let mut reordered = false;
         let mut i = 0usize;
         'format_loop: while i < end {
+            if self.over() {
+                return;
+            }
             let mut good_arg_num = true;
             let lasti = i;
             while i < end && fb[i] != b'%' {

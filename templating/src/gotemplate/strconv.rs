@@ -23,6 +23,10 @@ pub(crate) fn unquote_char(s: &str, quote: u8) -> Result<(u32, &str), ()> {
         return Err(());
     }
     let c = b[1];
+    if !c.is_ascii() {
+        // No escape starts with a multi-byte character (and `s[2..]` would split it).
+        return Err(());
+    }
     let mut rest = &s[2..];
     let value: u32 = match c {
         b'a' => 7,
@@ -412,5 +416,9 @@ mod tests {
         assert_eq!(unquote_char("a'", b'\'').unwrap(), (97, "'"));
         assert_eq!(unquote_char("\\n'", b'\'').unwrap(), (10, "'"));
         assert!(unquote_char("\\\"'", b'\'').is_err());
+        // fuzz/regressions/gotemplate-1: a backslash before a multi-byte character panicked.
+        assert!(unquote(r#""\é""#).is_err());
+        assert!(unquote_char("\\é'", b'\'').is_err());
+        assert!(unquote("'\\é'").is_err());
     }
 }

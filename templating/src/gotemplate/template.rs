@@ -10,6 +10,7 @@ use super::function::{FuncError, FuncMap};
 use super::parse::{self, ListNode};
 use super::print;
 use super::value::Value;
+use crate::budget::{self, RenderBudget};
 
 /// What went wrong: Go's message as [`Display`](std::fmt::Display), and its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,10 +64,8 @@ pub enum MissingKey {
 pub struct Limits {
     /// Nesting of `template`, `include` and `tpl` calls (Go allows 100000).
     pub max_depth: usize,
-    /// Size of any one output (the result, or one `include`'s).
-    pub max_output_bytes: usize,
-    /// Nodes walked, commands evaluated and loop iterations, over the whole execution.
-    pub max_steps: u64,
+    /// Steps, wall time, output and value sizes of one execution.
+    pub budget: RenderBudget,
     pub missing_key: MissingKey,
 }
 
@@ -74,9 +73,18 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_depth: 100,
-            max_output_bytes: 16 << 20,
-            max_steps: 10_000_000,
+            budget: RenderBudget::default(),
             missing_key: MissingKey::Zero,
+        }
+    }
+}
+
+impl Limits {
+    /// The default limits with this budget.
+    pub fn with_budget(budget: RenderBudget) -> Self {
+        Limits {
+            budget,
+            ..Limits::default()
         }
     }
 }
@@ -270,6 +278,7 @@ impl Template {
                 ),
             });
         };
+        let _budget = budget::enter(&limits.budget);
         let mut shared = Shared {
             limits: *limits,
             files,
@@ -291,6 +300,16 @@ impl Template {
             &mut shared,
         );
         let r = state.run();
+        if let Some(e) = budget::exceeded() {
+            // Also when the function that hit it returned a value or its error was caught.
+            return Err(TemplateError {
+                kind: ErrorKind::Limit,
+                message: shared
+                    .limit_error
+                    .take()
+                    .unwrap_or_else(|| format!("template: {}: {e}", tree.name)),
+            });
+        }
         match r {
             Ok(s) => Ok(s),
             Err(e) => {

@@ -280,14 +280,23 @@ impl Value {
             Value::ByteString(b) => serde_json::Value::String(go_lossy(b)),
             // encoding/json writes []byte as base64.
             Value::Bytes(b) => serde_json::Value::String(base64_std(b)),
-            Value::List(items) => serde_json::Value::Array(
-                items.iter().map(Value::to_json).collect::<Result<_, _>>()?,
-            ),
+            Value::List(items) => {
+                // Shared lists and maps would be copied each time they occur.
+                crate::budget::alloc(items.len() as u64 * crate::budget::LIST_ITEM_BYTES)
+                    .map_err(|e| e.to_string())?;
+                serde_json::Value::Array(
+                    items.iter().map(Value::to_json).collect::<Result<_, _>>()?,
+                )
+            }
             Value::Map(map) => serde_json::Value::Object(
-                map.borrow()
-                    .iter()
-                    .map(|(k, v)| Ok((k.clone(), v.to_json()?)))
-                    .collect::<Result<_, String>>()?,
+                crate::budget::alloc(map.borrow().len() as u64 * crate::budget::MAP_ENTRY_BYTES)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| {
+                        map.borrow()
+                            .iter()
+                            .map(|(k, v)| Ok((k.clone(), v.to_json()?)))
+                            .collect::<Result<serde_json::Map<_, _>, String>>()
+                    })?,
             ),
             Value::Time(t) => serde_json::Value::String(t.marshal_json()?),
             Value::Semver(v) => serde_json::Value::String(v.to_string()),

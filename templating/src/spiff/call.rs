@@ -159,6 +159,9 @@ pub(crate) fn eval_call(
         return (result, sub.join(&info), okk);
     }
     let (result, sub, okk, res) = super::functions::call_builtin(func_name, values, env, locally);
+    if okk && let Err(e) = super::eval::check_new(&result) {
+        return Info::default().error(e.to_string());
+    }
     if okk && (!res || result.is_expr()) {
         return unresolved(e, sub.join(&info));
     }

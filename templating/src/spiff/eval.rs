@@ -6,6 +6,8 @@
 
 use std::rc::Rc;
 
+use crate::budget;
+
 use super::env::Env;
 use super::expr::{Expr, MapCtx, Param, lambda_value_string, short_map, shorten};
 use super::value::{
@@ -13,10 +15,32 @@ use super::value::{
     is_locally_resolved_value, is_resolved_value, to_bool,
 };
 
-/// Largest string a concatenation may produce.
-pub(crate) const MAX_STRING: usize = 16 << 20;
-/// Largest list a concatenation or range may produce.
-pub(crate) const MAX_LIST: usize = 1 << 20;
+/// A new string, list or map of a function or operator: within the render budget's bounds
+/// for one value, and counted against its total of values built.
+pub(crate) fn check_new(v: &Value) -> Result<(), budget::BudgetExceeded> {
+    match v {
+        Value::Str(s) => {
+            budget::check_bytes(s.len())?;
+            if Rc::strong_count(s) == 1 {
+                budget::alloc(s.len() as u64)?;
+            }
+        }
+        Value::List(l) => {
+            budget::check_items(l.len() as u128)?;
+            if Rc::strong_count(l) == 1 {
+                budget::alloc(l.len() as u64 * budget::LIST_ITEM_BYTES)?;
+            }
+        }
+        Value::Map(m) => {
+            budget::check_items(m.len() as u128)?;
+            if Rc::strong_count(m) == 1 {
+                budget::alloc(m.len() as u64 * budget::MAP_ENTRY_BYTES)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
 
 /// spiff's `EvaluationInfo`.
 #[derive(Clone, Default)]
@@ -95,7 +119,17 @@ pub(crate) fn eval(e: &Rc<Expr>, env: &Env, locally: bool) -> Res {
     st.steps.set(steps);
     if steps > st.max_steps {
         st.limit_hit.set(true);
-        return fail("evaluation step limit exceeded");
+        let e = budget::record(
+            "max_steps",
+            format!("evaluation exceeds the limit of {} steps", st.max_steps),
+        );
+        return fail(e.to_string());
+    }
+    if steps.is_multiple_of(1024)
+        && let Err(e) = budget::check_time()
+    {
+        st.limit_hit.set(true);
+        return fail(e.to_string());
     }
     let depth = st.depth.get();
     if depth >= st.max_depth {
@@ -368,8 +402,9 @@ fn eval_inner(e: &Rc<Expr>, env: &Env, locally: bool) -> Res {
                 return unresolved(e, info);
             }
             let delta = if s > en { -1 } else { 1 };
-            if (en - s).unsigned_abs() > MAX_LIST as u64 {
-                return info.error("range too large");
+            let n = (i128::from(en) - i128::from(s)).unsigned_abs() + 1;
+            if let Err(e) = budget::check_items(n).and_then(|()| budget::charge(n as u64)) {
+                return info.error(e.to_string());
             }
             let mut nodes = Vec::new();
             let mut i = s;
@@ -622,16 +657,29 @@ fn eval_inner(e: &Rc<Expr>, env: &Env, locally: bool) -> Res {
             if !resolved {
                 return unresolved(&pushed(e, &[(a, &va), (b, &vb)]), info);
             }
+            if let (Value::Str(x), Value::Str(y)) = (&va, &vb)
+                && let Err(e) = budget::check_bytes(x.len() + y.len())
+            {
+                // Before the concatenation is built.
+                return info.error(e.to_string());
+            }
             if let Some(s) = concatenate_string(&va, &vb) {
-                if s.len() > MAX_STRING {
-                    return info.error("string too large");
+                let v = Value::str(s);
+                if let Err(e) = check_new(&v) {
+                    return info.error(e.to_string());
                 }
-                return (Value::str(s), info, true);
+                return (v, info, true);
             }
             match &va {
                 Value::List(al) => {
-                    if al.len() + vb.as_list_len() > MAX_LIST {
-                        return info.error("list too large");
+                    if let Err(e) = budget::check_items((al.len() + vb.as_list_len()) as u128)
+                        .and_then(|()| {
+                            budget::alloc(
+                                (al.len() + vb.as_list_len()) as u64 * budget::LIST_ITEM_BYTES,
+                            )
+                        })
+                    {
+                        return info.error(e.to_string());
                     }
                     let mut l = (**al).clone();
                     match vb {

@@ -243,8 +243,8 @@ fn join(args: &[Value]) -> FRes {
         return done(Value::str(""));
     }
     let sep = parts.remove(0);
-    if parts.iter().map(|p| p.len() + sep.len()).sum::<usize>() > super::eval::MAX_STRING {
-        return err("string too large");
+    if let Err(e) = crate::budget::check_bytes(parts.iter().map(|p| p.len() + sep.len()).sum()) {
+        return err(e.to_string());
     }
     done(Value::str(parts.join(&sep)))
 }
@@ -414,6 +414,9 @@ fn uniq(args: &[Value]) -> FRes {
     };
     let mut out: Vec<Node> = Vec::new();
     for v in l.iter() {
+        if let Err(e) = crate::budget::charge(out.len() as u64) {
+            return err(e.to_string());
+        }
         if !out.iter().any(|n| compare_equals(v.value(), n.value()).0) {
             out.push(v.clone());
         }

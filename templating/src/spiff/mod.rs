@@ -43,6 +43,8 @@ use std::rc::Rc;
 
 pub use landscaper::{OCM_SCHEMA_VERSION_ANNOTATION, landscaper_functions};
 
+use crate::budget::{self, RenderBudget};
+
 use env::{Env, State};
 use value::{Map, Node, Value};
 
@@ -82,8 +84,8 @@ pub struct SpiffOptions {
     /// The blueprint filesystem: path (relative, `/`-separated) to content. `read`,
     /// `lookup_file` and `list_files` see only these files.
     pub files: BTreeMap<String, Vec<u8>>,
-    /// Maximum number of expression evaluations (protects against runaway recursion).
-    pub max_steps: u64,
+    /// Steps (expression evaluations), wall time and value sizes of one evaluation.
+    pub budget: RenderBudget,
     /// Maximum nesting of expression evaluations (lambda recursion).
     pub max_depth: usize,
     /// spiff's `interpolation` feature (off in Landscaper).
@@ -103,7 +105,7 @@ impl Default for SpiffOptions {
         SpiffOptions {
             functions: SpiffFunctions::default(),
             files: BTreeMap::new(),
-            max_steps: 5_000_000,
+            budget: RenderBudget::default(),
             max_depth: 400,
             interpolation: false,
             control: false,
@@ -258,7 +260,7 @@ fn new_state(options: &SpiffOptions) -> Rc<State> {
         tags: RefCell::new(BTreeMap::new()),
         docno: Cell::new(1),
         steps: Cell::new(0),
-        max_steps: options.max_steps,
+        max_steps: options.budget.max_steps,
         depth: Cell::new(0),
         max_depth: options.max_depth,
         limit_hit: Cell::new(false),
@@ -275,6 +277,7 @@ fn run(
     bindings: &serde_json::Map<String, serde_json::Value>,
     options: &SpiffOptions,
 ) -> Result<SpiffOutput, SpiffError> {
+    let _budget = budget::enter(&options.budget);
     let template = load(input.template, "template")?;
     let mut stubs = Vec::new();
     for (i, st) in input.stubs.iter().enumerate() {
@@ -291,6 +294,15 @@ fn run(
     }
     let outer = Env::new_root(state.clone(), Vec::new(), true).with_local_scope(values);
     let result = flow::cascade(&outer, &template, std::mem::take(&mut stubs), false);
+    if let Some(e) = budget::exceeded() {
+        state.cleanup();
+        let mut err = match &result {
+            Ok(_) => SpiffError::input(""),
+            Err(status) => SpiffError::from_status(status),
+        };
+        err.message = format!("evaluation exceeds its budget: {e}");
+        return Err(err);
+    }
     let out = match result {
         Ok(node) => {
             if state.limit_hit.get() {

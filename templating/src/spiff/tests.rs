@@ -212,7 +212,7 @@ proptest::proptest! {
     ) {
         let doc = format!("a: 1\nb: [1, \"x\"]\nm:\n  k: v\nx: (( {e} ))\n");
         let mut o = opts();
-        o.max_steps = 20_000;
+        o.budget.max_steps = 20_000;
         let _ = evaluate_yaml(&doc, &[], &Map::new(), &o);
     }
 }

@@ -202,7 +202,17 @@ pub fn merge_into(dst: &MapRef, src: &MapRef, overwrite: bool) {
 }
 
 /// copystructure's `Copy`: maps and lists are copied all the way down.
+/// Shared lists and maps are copied each time they occur: the copies count against the render
+/// budget, and once it is exceeded (the render fails) the rest is not copied.
 pub fn deep_copy(v: &Value) -> Value {
+    let bytes = match v {
+        Value::List(items) => items.len() as u64 * crate::budget::LIST_ITEM_BYTES,
+        Value::Map(m) => m.borrow().len() as u64 * crate::budget::MAP_ENTRY_BYTES,
+        _ => 0,
+    };
+    if bytes > 0 && crate::budget::alloc(bytes).is_err() {
+        return Value::Nil;
+    }
     match v {
         Value::List(items) => Value::typed_list(items.elem, items.iter().map(deep_copy).collect()),
         Value::Map(m) => Value::typed_map(

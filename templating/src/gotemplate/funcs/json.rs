@@ -46,6 +46,8 @@ fn write(out: &mut String, v: &Value, html: bool) -> Result<(), String> {
             out.push('"');
         }
         Value::List(items) => {
+            // Shared lists and maps are written each time they occur: bounded by the budget.
+            crate::budget::check_bytes(out.len()).map_err(|e| e.to_string())?;
             out.push('[');
             for (i, x) in items.iter().enumerate() {
                 if i > 0 {
@@ -56,6 +58,7 @@ fn write(out: &mut String, v: &Value, html: bool) -> Result<(), String> {
             out.push(']');
         }
         Value::Map(m) => {
+            crate::budget::check_bytes(out.len()).map_err(|e| e.to_string())?;
             out.push('{');
             for (i, (k, x)) in m.borrow().iter().enumerate() {
                 if i > 0 {
@@ -79,6 +82,9 @@ fn newline(out: &mut String, indent: &str, depth: usize) {
 }
 
 fn write_indent(out: &mut String, v: &Value, indent: &str, depth: usize) -> Result<(), String> {
+    if matches!(v, Value::List(_) | Value::Map(_)) {
+        crate::budget::check_bytes(out.len()).map_err(|e| e.to_string())?;
+    }
     match v {
         Value::List(items) if !items.is_empty() => {
             out.push('[');

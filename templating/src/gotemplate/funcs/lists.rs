@@ -89,6 +89,7 @@ pub fn register(m: &mut FuncMap) {
         let l = items(&a[0], "Cannot find uniq on type")?;
         let mut out: Vec<Value> = Vec::new();
         for x in l {
+            crate::budget::charge(out.len() as u64)?;
             if !out.iter().any(|y| deep_equal(&x, y)) {
                 out.push(x);
             }

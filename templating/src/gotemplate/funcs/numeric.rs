@@ -5,6 +5,7 @@ use super::super::function::{Arity, FuncError, FuncMap};
 use super::super::value::{Elem, Value};
 use super::args::{self, s};
 use super::conv::{float_to_i64, format_float, parse_int, to_float64, to_int64};
+use crate::budget::{self, BudgetExceeded};
 
 fn divide_by_zero() -> FuncError {
     FuncError::new("runtime error: integer divide by zero")
@@ -112,15 +113,15 @@ pub fn register(m: &mut FuncMap) {
     });
     m.insert("seq", Arity::AtLeast(0), |_, a| {
         let params = a.iter().map(args::int).collect::<Result<Vec<_>, _>>()?;
-        Ok(s(seq(&params)))
+        Ok(s(seq(&params)?))
     });
     m.insert("until", Arity::Exact(1), |_, a| {
         let n = args::int(&a[0])?;
-        Ok(int_list(until_step(0, n, if n < 0 { -1 } else { 1 })))
+        Ok(int_list(until_step(0, n, if n < 0 { -1 } else { 1 })?))
     });
     m.insert("untilStep", Arity::Exact(3), |_, a| {
         let (start, stop, step) = (args::int(&a[0])?, args::int(&a[1])?, args::int(&a[2])?);
-        Ok(int_list(until_step(start, stop, step)))
+        Ok(int_list(until_step(start, stop, step)?))
     });
 }
 
@@ -178,47 +179,50 @@ fn round(val: f64, places: i64, round_on: f64) -> f64 {
     r / pow
 }
 
-pub fn until_step(start: i64, stop: i64, step: i64) -> Vec<i64> {
-    let mut v = Vec::new();
-    if stop < start {
-        if step >= 0 {
-            return v;
-        }
-        let mut i = start;
-        while i > stop {
-            v.push(i);
-            i += step;
-        }
-        return v;
-    }
-    if step <= 0 {
-        return v;
-    }
+/// sprig's `untilStep` loop. The number of items is known before the list is built, so the
+/// render budget's `max_list_items` fails it early; an `i += step` that would overflow ends it.
+pub fn until_step(start: i64, stop: i64, step: i64) -> Result<Vec<i64>, BudgetExceeded> {
+    let (s, e, st) = (i128::from(start), i128::from(stop), i128::from(step));
+    let n: i128 = if stop < start {
+        if step >= 0 { 0 } else { (s - e - st - 1) / -st }
+    } else if step <= 0 {
+        0
+    } else {
+        (e - s + st - 1) / st
+    };
+    let n = n.max(0) as u128;
+    budget::check_items(n)?;
+    budget::charge(n as u64)?;
+    let mut v = Vec::with_capacity(n as usize);
     let mut i = start;
-    while i < stop {
+    while v.len() < n as usize {
         v.push(i);
-        i += step;
+        match i.checked_add(step) {
+            Some(next) => i = next,
+            None => break,
+        }
     }
-    v
+    Ok(v)
 }
 
-fn seq(params: &[i64]) -> String {
-    let join = |v: Vec<i64>| {
-        v.iter()
+fn seq(params: &[i64]) -> Result<String, BudgetExceeded> {
+    let join = |v: Result<Vec<i64>, BudgetExceeded>| {
+        Ok(v?
+            .iter()
             .map(|x| x.to_string())
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(" "))
     };
     match params.len() {
         1 => {
             let (start, end) = (1, params[0]);
             let inc = if end < start { -1 } else { 1 };
-            join(until_step(start, end + inc, inc))
+            join(until_step(start, end.wrapping_add(inc), inc))
         }
         2 => {
             let (start, end) = (params[0], params[1]);
             let step = if end < start { -1 } else { 1 };
-            join(until_step(start, end + step, step))
+            join(until_step(start, end.wrapping_add(step), step))
         }
         3 => {
             let (start, step, end) = (params[0], params[1], params[2]);
@@ -226,12 +230,12 @@ fn seq(params: &[i64]) -> String {
             if end < start {
                 inc = -1;
                 if step > 0 {
-                    return String::new();
+                    return Ok(String::new());
                 }
             }
-            join(until_step(start, end + inc, step))
+            join(until_step(start, end.wrapping_add(inc), step))
         }
-        _ => String::new(),
+        _ => Ok(String::new()),
     }
 }
 

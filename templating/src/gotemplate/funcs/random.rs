@@ -31,13 +31,14 @@ pub fn below(n: u64) -> u64 {
 }
 
 /// goutils' `CryptoRandom*`: a negative count is an error sprig swallows into "".
-pub fn string(count: i64, alphabet: &[u8]) -> String {
+pub fn string(count: i64, alphabet: &[u8]) -> Result<String, crate::budget::BudgetExceeded> {
     if count <= 0 {
-        return String::new();
+        return Ok(String::new());
     }
-    (0..count)
+    crate::budget::check_bytes_wide(count as u128)?;
+    Ok((0..count)
         .map(|_| alphabet[below(alphabet.len() as u64) as usize] as char)
-        .collect()
+        .collect())
 }
 
 pub fn shuffle<T>(items: &mut [T]) {
@@ -62,6 +63,7 @@ pub fn register(m: &mut FuncMap) {
         if n < 0 {
             return Err(FuncError::new("runtime error: makeslice: len out of range"));
         }
+        crate::budget::check_bytes_wide(n as u128 * 4 / 3 + 4)?;
         Ok(s(
             base64::engine::general_purpose::STANDARD.encode(bytes(n as usize))
         ))

@@ -242,12 +242,39 @@ fn split(re: &Regex, text: &str, n: i64, pattern: &str) -> Vec<String> {
     out
 }
 
-fn expand_replace(re: &Regex, text: &str, repl: &str, literal: bool) -> String {
-    if literal {
-        re.replace_all(text, regex::NoExpand(repl)).into_owned()
+/// `ReplaceAllString` / `ReplaceAllLiteralString`, within the render budget: an expansion
+/// (`$0$0...`) is at most the replacement plus one match per `$`, checked before it is added.
+fn expand_replace(
+    re: &Regex,
+    text: &str,
+    repl: &str,
+    literal: bool,
+) -> Result<String, crate::budget::BudgetExceeded> {
+    let limit = crate::budget::current().max_value_bytes;
+    let dollars = if literal {
+        0
     } else {
-        re.replace_all(text, repl).into_owned()
+        repl.matches('$').count()
+    };
+    let mut out = String::new();
+    let mut last = 0;
+    for caps in re.captures_iter(text) {
+        let Some(m) = caps.get(0) else { continue };
+        let bound = out.len() + (m.start() - last) + repl.len() + dollars * m.len();
+        if bound > limit {
+            crate::budget::check_bytes(bound)?;
+        }
+        out.push_str(&text[last..m.start()]);
+        if literal {
+            out.push_str(repl);
+        } else {
+            caps.expand(repl, &mut out);
+        }
+        last = m.end();
     }
+    out.push_str(&text[last..]);
+    crate::budget::check_bytes(out.len())?;
+    Ok(out)
 }
 
 pub fn register(m: &mut FuncMap) {
@@ -307,7 +334,7 @@ pub fn register(m: &mut FuncMap) {
             } else {
                 must_compile(&p)?
             };
-            Ok(s(expand_replace(&re, &text, &repl, literal)))
+            Ok(s(expand_replace(&re, &text, &repl, literal)?))
         });
     }
     for (name, must) in [("regexSplit", false), ("mustRegexSplit", true)] {

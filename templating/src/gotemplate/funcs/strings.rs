@@ -6,6 +6,7 @@ use super::args::{self, s};
 use super::gofmt::{format_v, strval, strval_value};
 use super::random;
 use super::unicode as uc;
+use crate::budget;
 
 pub fn register(m: &mut FuncMap) {
     m.insert("abbrev", Arity::Exact(2), |_, a| {
@@ -54,14 +55,7 @@ pub fn register(m: &mut FuncMap) {
         if n < 0 {
             return Err(FuncError::new("strings: negative Repeat count"));
         }
-        if n > 0
-            && text
-                .len()
-                .checked_mul(n as usize)
-                .is_none_or(|l| l > 1 << 30)
-        {
-            return Err(FuncError::new("strings: Repeat output length overflow"));
-        }
+        budget::check_bytes_wide(text.len() as u128 * n as u128)?;
         Ok(s(text.repeat(n as usize)))
     });
     for name in ["trimall", "trimAll"] {
@@ -85,16 +79,16 @@ pub fn register(m: &mut FuncMap) {
         Ok(s(initials(&args::string(&a[0])?)))
     });
     m.insert("randAlphaNum", Arity::Exact(1), |_, a| {
-        Ok(s(random::string(args::int(&a[0])?, random::ALPHANUM)))
+        Ok(s(random::string(args::int(&a[0])?, random::ALPHANUM)?))
     });
     m.insert("randAlpha", Arity::Exact(1), |_, a| {
-        Ok(s(random::string(args::int(&a[0])?, random::ALPHA)))
+        Ok(s(random::string(args::int(&a[0])?, random::ALPHA)?))
     });
     m.insert("randAscii", Arity::Exact(1), |_, a| {
-        Ok(s(random::string(args::int(&a[0])?, random::ASCII)))
+        Ok(s(random::string(args::int(&a[0])?, random::ASCII)?))
     });
     m.insert("randNumeric", Arity::Exact(1), |_, a| {
-        Ok(s(random::string(args::int(&a[0])?, random::NUMERIC)))
+        Ok(s(random::string(args::int(&a[0])?, random::NUMERIC)?))
     });
     m.insert("swapcase", Arity::Exact(1), |_, a| {
         Ok(s(swap_case(&args::string(&a[0])?)))
@@ -123,6 +117,8 @@ pub fn register(m: &mut FuncMap) {
             args::string(&a[1])?,
             args::string(&a[2])?,
         );
+        // At most one separator per byte of the text.
+        budget::check_bytes_wide(text.len() as u128 * (sep.len() as u128 + 1))?;
         Ok(s(wrap_custom(&text, l, &sep, true)))
     });
     m.insert("contains", Arity::Exact(2), |_, a| {
@@ -169,6 +165,7 @@ pub fn register(m: &mut FuncMap) {
             .filter(|v| !matches!(v, Value::Nil))
             .map(format_v)
             .collect();
+        budget::check_bytes(parts.iter().map(|p| p.len() + 1).sum())?;
         Ok(s(parts.join(" ")))
     });
     m.insert("indent", Arity::Exact(2), |_, a| {
@@ -185,6 +182,12 @@ pub fn register(m: &mut FuncMap) {
             args::string(&a[1])?,
             args::string(&a[2])?,
         );
+        let places = if old.is_empty() {
+            src.chars().count() + 1
+        } else {
+            src.matches(&*old).count()
+        };
+        budget::check_bytes_wide(src.len() as u128 + places as u128 * new.len() as u128)?;
         Ok(s(replace_all(&src, &old, &new)))
     });
     m.insert("plural", Arity::Exact(3), |_, a| {
@@ -217,7 +220,13 @@ pub fn register(m: &mut FuncMap) {
     });
     m.insert("join", Arity::Exact(2), |_, a| {
         let sep = args::string(&a[0])?;
-        Ok(s(strslice(&a[1]).join(&sep)))
+        if let Value::List(l) = &a[1] {
+            // Before the items' texts are built: a long list with a long separator.
+            budget::check_bytes_wide(l.len().saturating_sub(1) as u128 * sep.len() as u128)?;
+        }
+        let items = strslice(&a[1]);
+        budget::check_bytes(items.iter().map(|p| p.len() + sep.len()).sum())?;
+        Ok(s(items.join(&sep)))
     });
     m.insert("sortAlpha", Arity::Exact(1), |_, a| {
         let mut items = match &a[0] {
@@ -323,6 +332,7 @@ fn indent(n: i64, text: &str, newline_first: bool) -> Result<String, FuncError> 
     }
     let n = n as usize;
     let lines = 1 + text.bytes().filter(|&b| b == b'\n').count();
+    budget::check_bytes_wide(text.len() as u128 + lines as u128 * n as u128 + 1)?;
     let mut out = String::with_capacity(text.len() + lines.saturating_mul(n) + 1);
     if newline_first {
         out.push('\n');

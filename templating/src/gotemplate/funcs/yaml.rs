@@ -510,6 +510,10 @@ impl Emitter {
         mapping: bool,
         simple_key: bool,
     ) -> Result<(), String> {
+        if matches!(v, Value::List(_) | Value::Map(_)) {
+            // Shared lists and maps are written each time they occur: bounded by the budget.
+            crate::budget::check_bytes(self.out.len()).map_err(|e| e.to_string())?;
+        }
         self.root = root;
         self.sequence_ctx = sequence;
         self.mapping_ctx = mapping;
@@ -900,7 +904,25 @@ enum Y {
 struct Loader<'a> {
     events: Vec<(Event<'a>, granit_parser::Span)>,
     pos: usize,
-    anchors: BTreeMap<usize, Y>,
+    /// Anchored values and their size in decoded nodes.
+    anchors: BTreeMap<usize, (Y, u64)>,
+    /// Nodes decoded, aliases' expansions included (yaml.v2's `decodeCount`).
+    decode_count: u64,
+    /// Nodes decoded inside aliases (yaml.v2's `aliasCount`).
+    alias_count: u64,
+}
+
+/// yaml.v2's `allowedAliasRatio`: the share of nodes that may come from aliases.
+fn allowed_alias_ratio(decode_count: u64) -> f64 {
+    const LOW: u64 = 400_000;
+    const HIGH: u64 = 4_000_000;
+    if decode_count <= LOW {
+        0.99
+    } else if decode_count >= HIGH {
+        0.10
+    } else {
+        0.99 - 0.89 * ((decode_count - LOW) as f64 / (HIGH - LOW) as f64)
+    }
 }
 
 fn yaml_error(line: usize, msg: &str) -> String {
@@ -919,16 +941,31 @@ impl<'a> Loader<'a> {
             return Ok(Y::Null);
         };
         let line = span.start.line();
+        let start = self.decode_count;
+        self.decode_count += 1;
         match ev {
-            Event::Alias(id) => self
-                .anchors
-                .get(&id)
-                .cloned()
-                .ok_or_else(|| yaml_error(line, "unknown anchor referenced")),
+            Event::Alias(id) => {
+                let Some((y, size)) = self.anchors.get(&id) else {
+                    return Err(yaml_error(line, "unknown anchor referenced"));
+                };
+                // yaml.v2 decodes an alias' nodes again and stops a "billion laughs" document
+                // before it expands; so does this, before the copy.
+                self.decode_count += size;
+                self.alias_count += size;
+                if self.alias_count > 100
+                    && self.decode_count > 1000
+                    && self.alias_count as f64 / self.decode_count as f64
+                        > allowed_alias_ratio(self.decode_count)
+                {
+                    return Err("yaml: document contains excessive aliasing".to_string());
+                }
+                Ok(y.clone())
+            }
             Event::Scalar(value, style, anchor, tag) => {
                 let y = scalar(&value, style, tag.as_deref(), line)?;
                 if anchor != 0 {
-                    self.anchors.insert(anchor, y.clone());
+                    self.anchors
+                        .insert(anchor, (y.clone(), self.decode_count - start));
                 }
                 Ok(y)
             }
@@ -946,7 +983,8 @@ impl<'a> Loader<'a> {
                 }
                 let y = Y::Seq(items);
                 if anchor != 0 {
-                    self.anchors.insert(anchor, y.clone());
+                    self.anchors
+                        .insert(anchor, (y.clone(), self.decode_count - start));
                 }
                 Ok(y)
             }
@@ -999,7 +1037,8 @@ impl<'a> Loader<'a> {
                 all.extend(entries);
                 let y = Y::Map(all);
                 if anchor != 0 {
-                    self.anchors.insert(anchor, y.clone());
+                    self.anchors
+                        .insert(anchor, (y.clone(), self.decode_count - start));
                 }
                 Ok(y)
             }
@@ -1181,6 +1220,9 @@ pub fn unmarshal(text: &str) -> Result<Value, String> {
         return Ok(Value::Nil);
     }
     let mut loader = Loader {
+        // yaml.v2 counts the document node too.
+        decode_count: 1,
+        alias_count: 0,
         events,
         pos: start,
         anchors: BTreeMap::new(),
@@ -1194,6 +1236,23 @@ pub fn unmarshal(text: &str) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn billion_laughs_are_excessive_aliasing() {
+        // 10^9 leaves once expanded (took 20 GB before); yaml.v2's ratio rule stops it.
+        let mut text = String::from("a0: &a0 [x,x,x,x,x,x,x,x,x,x]\n");
+        for i in 1..9 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(",");
+            text.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        assert_eq!(
+            unmarshal(&text).unwrap_err(),
+            "error converting YAML to JSON: yaml: document contains excessive aliasing"
+        );
+        // A few aliases are fine.
+        let v = unmarshal("a: &a [1, 2]\nb: *a\nc: *a\n").unwrap();
+        assert!(matches!(v, Value::Map(_)));
+    }
     use serde_json::json;
 
     fn y(v: serde_json::Value) -> String {

@@ -1,0 +1,8 @@
+//! `landscaper_templating::fuzzing::blueprint` (shared with `templating/tests/fuzz_corpus.rs`).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    landscaper_templating::fuzzing::blueprint(data);
+});

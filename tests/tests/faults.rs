@@ -378,7 +378,11 @@ fn a_full_disk_heals_without_a_restart() {
             _ => None,
         }
     });
-    assert!(reason.contains("store takes no writes"), "{reason}");
+    assert!(
+        reason.contains("store takes no writes"),
+        "{reason}\n{}",
+        daemon.logs()
+    );
     assert!(
         daemon.child.try_wait().unwrap().is_none(),
         "the daemon runs on:\n{}",
@@ -386,7 +390,7 @@ fn a_full_disk_heals_without_a_restart() {
     );
     let before = daemon.get_json(&format!("{INSTALLATIONS}/before"));
     if let Some(before) = before {
-        assert_eq!(before["status"]["phase"], "Succeeded");
+        assert_eq!(before["status"]["phase"], "Succeeded", "{}", daemon.logs());
     }
 
     // Space again: ready again without a restart, and the new file is applied.
@@ -394,12 +398,31 @@ fn a_full_disk_heals_without_a_restart() {
     eventually(Duration::from_secs(30), "/readyz ok again", || {
         matches!(daemon.client().get("/readyz", "text/plain"), Ok((200, _))).then_some(())
     });
+    // The file's last revision is applied (not only an earlier one from before the disk
+    // filled), and its job has finished.
+    let content = std::fs::read(daemon.manifests.join("during.yaml")).unwrap();
+    let sha = landscaper_appliance::ingest::names::sha256_hex(&content);
+    eventually(Duration::from_secs(120), "during.yaml applied", || {
+        let s = file_status(&daemon, "during.yaml")?;
+        (s["sha256"] == sha.as_str()).then_some(())
+    });
     eventually(Duration::from_secs(120), "during Succeeded", || {
         let o = daemon.get_json(&format!("{INSTALLATIONS}/during"))?;
-        (o["status"]["phase"] == "Succeeded").then_some(())
+        let status = &o["status"];
+        (status["phase"] == "Succeeded"
+            && status["jobID"] == status["jobIDFinished"]
+            && o["metadata"]["annotations"]
+                .get("landscaper.gardener.cloud/operation")
+                .is_none())
+        .then_some(())
     });
     let before = daemon.get_json(&format!("{INSTALLATIONS}/before")).unwrap();
-    assert_eq!(before["status"]["phase"], "Succeeded", "{before}");
+    assert_eq!(
+        before["status"]["phase"],
+        "Succeeded",
+        "{before}\n{}",
+        daemon.logs()
+    );
     assert!(
         daemon.logs().contains("store file reopened"),
         "{}",

@@ -690,7 +690,10 @@ fn split_yaml(text: &str) -> Vec<Chunk<'_>> {
 /// From this many documents on, a file's documents are parsed in parallel.
 const PARALLEL_DOCUMENTS: usize = 256;
 
-fn yaml_options() -> serde_saphyr::Options {
+/// The YAML parser's options for every untrusted document the daemon reads (manifest files,
+/// kubeconfigs and Secret content, deployers' exports): alias expansion and retained anchors
+/// bounded, so an alias bomb is refused before it costs memory.
+pub fn yaml_options() -> serde_saphyr::Options {
     serde_saphyr::options! {
         with_snippet: false,
         // Local files are trusted more than network input: allow large single documents
@@ -699,6 +702,11 @@ fn yaml_options() -> serde_saphyr::Options {
             max_nodes: 8_000_000,
             max_events: 16_000_000,
             max_documents: 1,
+            // Each retained anchor event costs about 200 bytes: the default (10^6) let an
+            // alias bomb take over 200 MB before it was refused. Real manifests anchor a few
+            // hundred events at most.
+            max_recorded_anchor_events: 100_000,
+            max_recorded_anchor_bytes: 16 * 1024 * 1024,
         },
     }
 }
@@ -874,6 +882,30 @@ mod tests {
                 .objects
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn alias_bombs_are_refused_before_they_cost_memory() {
+        // 10^8 leaves through eight levels of aliases; each level's anchor replays the one
+        // before. Refused by the retained-anchor budget (10^5 events, a few MB) instead of
+        // the parser's default 10^6 (over 200 MB).
+        let mut text = String::from("a: &a [x,x,x,x,x,x,x,x,x,x]\n");
+        for (prev, name) in ["a", "b", "c", "d", "e", "f", "g"]
+            .iter()
+            .zip(["b", "c", "d", "e", "f", "g", "h"])
+        {
+            let list = vec![format!("*{prev}"); 10].join(",");
+            text.push_str(&format!("{name}: &{name} [{list}]\n"));
+        }
+        let err = parse_manifest("bomb.yaml", text.as_bytes()).unwrap_err();
+        let shown = err.to_string();
+        assert!(
+            shown.contains("RecordedAnchorEvents { recorded_anchor_events: 100001 }"),
+            "{shown}"
+        );
+        // The same bound for kubeconfigs and Secret content.
+        let err = crate::controllers::deployitem::target::parse_content(&text).unwrap_err();
+        assert!(err.contains("not valid YAML"), "{err}");
     }
 
     #[test]

@@ -115,7 +115,7 @@ pub fn parse_content(text: &str) -> Result<Option<Value>, String> {
     if text.trim().is_empty() {
         return Ok(None);
     }
-    serde_saphyr::from_str::<Value>(text)
+    serde_saphyr::from_str_with_options::<Value>(text, crate::ingest::manifest::yaml_options())
         .map(Some)
         .map_err(|e| match e.location() {
             Some(at) => format!(

@@ -126,7 +126,8 @@ fn parse_export(bytes: &[u8]) -> Result<Value, String> {
         return Ok(value);
     }
     let text = std::str::from_utf8(bytes).map_err(|e| format!("export is not UTF-8: {e}"))?;
-    serde_saphyr::from_str::<Value>(text).map_err(|e| format!("error converting YAML to JSON: {e}"))
+    serde_saphyr::from_str_with_options::<Value>(text, crate::ingest::manifest::yaml_options())
+        .map_err(|e| format!("error converting YAML to JSON: {e}"))
 }
 
 /// Five random characters of Kubernetes' `generateName` alphabet.

@@ -205,13 +205,17 @@ impl Shared {
             .clone()
             .ok_or_else(|| StoreError::NotWritable {
                 reason: self
-                    .unwritable
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .as_ref()
-                    .map(|u| u.reason.clone())
+                    .unwritable()
+                    .map(|u| u.reason)
                     .unwrap_or_else(|| "the store file is being reopened".into()),
             })
+    }
+
+    fn unwritable(&self) -> Option<Unwritable> {
+        self.unwritable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn set_unwritable(&self, state: Option<Unwritable>) {
@@ -399,11 +403,7 @@ impl Store {
     /// `None` while commits can succeed; else why not and since when (the writer reopens the
     /// file and clears this once writes succeed again). Behind `/readyz` and the watchdog.
     pub fn unwritable(&self) -> Option<Unwritable> {
-        self.shared
-            .unwritable
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.shared.unwritable()
     }
 
     pub fn get(&self, key: &ObjectKey) -> Result<Option<Value>, StoreError> {
@@ -940,11 +940,7 @@ impl Writer {
     }
 
     fn is_unwritable(&self) -> bool {
-        self.shared
-            .unwritable
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
+        self.shared.unwritable().is_some()
     }
 
     /// Reopens the store file after a commit failed for an I/O reason, at most once per
@@ -1031,11 +1027,8 @@ impl Writer {
         if self.is_unwritable() && !self.try_recover() {
             let reason = self
                 .shared
-                .unwritable
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_ref()
-                .map(|u| u.reason.clone())
+                .unwritable()
+                .map(|u| u.reason)
                 .unwrap_or_default();
             transactions.clear();
             for reply in replies.drain(..) {

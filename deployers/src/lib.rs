@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 
-use landscaper_store::model::{DeployItem, Phase, Target};
+use landscaper_model::{DeployItem, Phase, Target};
 use serde_json::Value;
 
 pub mod kubernetes;
@@ -117,9 +117,9 @@ impl DeployerError {
 
     /// Whether retrying cannot help.
     pub fn is_unrecoverable(&self) -> bool {
-        self.codes.iter().any(|c| {
-            landscaper_store::model::constants::UNRECOVERABLE_ERROR_CODES.contains(&c.as_str())
-        })
+        self.codes
+            .iter()
+            .any(|c| landscaper_model::constants::UNRECOVERABLE_ERROR_CODES.contains(&c.as_str()))
     }
 }
 

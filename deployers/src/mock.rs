@@ -1,8 +1,8 @@
 //! Landscaper's mock deployer (`landscaper.gardener.cloud/mock`): it deploys nothing and reports
 //! what its configuration says: `phase`, `initialPhase`, `providerStatus` and `export`.
 
-use landscaper_store::model::Phase;
-use landscaper_store::model::constants::{ERR_CONFIGURATION_PROBLEM, MOCK_DEPLOYER_TYPE};
+use landscaper_model::Phase;
+use landscaper_model::constants::{ERR_CONFIGURATION_PROBLEM, MOCK_DEPLOYER_TYPE};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -94,7 +94,7 @@ impl Deployer for MockDeployer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use landscaper_store::model::{DeployItem, DeployItemStatus};
+    use landscaper_model::{DeployItem, DeployItemStatus};
     use serde_json::json;
 
     fn item(config: Value, phase: Option<Phase>) -> DeployItem {

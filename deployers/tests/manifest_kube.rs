@@ -5,8 +5,8 @@ use landscaper_deployers::{
     DeleteResult, DeployRequest, Deployer, DeployerError, ManifestDeployer, ReconcileResult,
     SecondaryTarget, SecondaryTargets,
 };
-use landscaper_store::model::constants::MANIFEST_DEPLOYER_TYPE;
-use landscaper_store::model::{DeployItem, DeployItemStatus, ObjectMeta, Phase, Target};
+use landscaper_model::constants::MANIFEST_DEPLOYER_TYPE;
+use landscaper_model::{DeployItem, DeployItemStatus, ObjectMeta, Phase, Target};
 use serde_json::{Value, json};
 
 #[test]

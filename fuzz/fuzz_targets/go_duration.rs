@@ -2,8 +2,8 @@
 //! `parse_go_duration`) must never panic; accepted values fit Go's i64 nanoseconds.
 #![no_main]
 
-use landscaper_store::model::Duration;
-use landscaper_store::model::duration::{parse_go_duration, parse_landscaper_duration};
+use landscaper_model::Duration;
+use landscaper_model::duration::{parse_go_duration, parse_landscaper_duration};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,7 +2,7 @@
 //! JSON (inputs that are not JSON are skipped); seeds are objects of every kind.
 #![no_main]
 
-use landscaper_store::model::validate_object;
+use landscaper_model::validate_object;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,4 +1,5 @@
-//! Object model and persistent object store of the Landscaper appliance.
+//! Persistent object store of the Landscaper appliance (the object model is `landscaper-model`,
+//! re-exported as [`model`]).
 //!
 //! Objects are JSON values in a redb file, keyed by kind, namespace and name. Every committed
 //! transaction bumps one global revision (the objects' `resourceVersion`), is durable when
@@ -10,7 +11,6 @@ mod engine;
 mod error;
 pub mod flow;
 mod key;
-pub mod model;
 pub mod object;
 pub mod selector;
 pub mod stats;
@@ -24,5 +24,8 @@ pub use engine::{
 pub use error::StoreError;
 pub use flow::{FlowDirection, FlowKind, FlowRef};
 pub use key::ObjectKey;
+/// The object model lives in its own crate (`landscaper-model`); re-exported so that
+/// `landscaper_store::model::...` paths keep working.
+pub use landscaper_model as model;
 pub use model::Kind;
 pub use selector::LabelSelector;

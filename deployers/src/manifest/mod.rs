@@ -27,10 +27,10 @@ pub mod targets;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use landscaper_store::model::constants::{
+use landscaper_model::constants::{
     ERR_CONFIGURATION_PROBLEM, ERR_UNAUTHORIZED, MANIFEST_DEPLOYER_TYPE,
 };
-use landscaper_store::model::{DeployItem, Phase, Target};
+use landscaper_model::{DeployItem, Phase, Target};
 use serde_json::Value;
 
 use self::config::{ConfigError, ProviderConfiguration};

@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use landscaper_store::model::constants::ERR_CONFIGURATION_PROBLEM;
+use landscaper_model::constants::ERR_CONFIGURATION_PROBLEM;
 
 use super::ClientFactory;
 use super::config::ProviderConfiguration;
@@ -168,7 +168,7 @@ impl<'a> TargetClients<'a> {
 pub(crate) mod tests {
     use std::collections::BTreeMap;
 
-    use landscaper_store::model::{ObjectMeta, Target};
+    use landscaper_model::{ObjectMeta, Target};
     use serde_json::{Value, json};
 
     use super::*;
@@ -210,7 +210,7 @@ pub(crate) mod tests {
     pub(crate) fn resolved(name: &str, kubeconfig: &str) -> SecondaryTarget {
         SecondaryTarget::Resolved(Box::new(Target {
             metadata: ObjectMeta::namespaced("demo", name),
-            spec: landscaper_store::model::TargetSpec {
+            spec: landscaper_model::TargetSpec {
                 r#type: "landscaper.gardener.cloud/kubernetes-cluster".into(),
                 config: Some(json!({ "kubeconfig": kubeconfig })),
                 secret_ref: None,

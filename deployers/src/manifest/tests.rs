@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use landscaper_store::model::{DeployItemStatus, ObjectMeta};
+use landscaper_model::{DeployItemStatus, ObjectMeta};
 use serde_json::json;
 
 use super::*;

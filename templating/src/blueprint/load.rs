@@ -7,7 +7,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use landscaper_store::model::names::is_dns1123_label;
+use landscaper_model::names::is_dns1123_label;
 use serde_json::Value;
 
 use super::fs::{BLUEPRINT_FILE_NAME, BlueprintFs, FsError};

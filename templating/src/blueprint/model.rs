@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use landscaper_store::model::{InstallationExports, InstallationImports, Optimization};
+use landscaper_model::{InstallationExports, InstallationImports, Optimization};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 

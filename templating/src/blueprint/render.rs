@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use landscaper_store::model::{DeployItemTemplate, Duration, ObjectReference, OnDeleteConfig};
+use landscaper_model::{DeployItemTemplate, Duration, ObjectReference, OnDeleteConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

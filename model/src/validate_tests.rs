@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::model::{Phase, from_value};
+use crate::{Phase, from_value};
 
 fn yaml(text: &str) -> Value {
     serde_saphyr::from_str(text).expect("fixture is valid YAML")
@@ -424,7 +424,7 @@ fn typed_view_of_fixtures() {
         status
             .last_error
             .unwrap()
-            .has_code(crate::model::constants::ERR_FOR_INFO_ONLY)
+            .has_code(crate::constants::ERR_FOR_INFO_ONLY)
     );
     let di: DeployItem = from_value(&yaml(DEPLOY_ITEM)).unwrap();
     assert_eq!(di.spec.timeout.unwrap().to_std(), std::time::Duration::ZERO);

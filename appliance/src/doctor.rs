@@ -42,7 +42,8 @@ use crate::cli::{DoctorArgs, DoctorOutputFormat};
 use crate::client::ClientError;
 use crate::commands::api_path;
 use crate::config::{Config, ConfigFile, DEFAULT_CONFIG_FILE, Overrides};
-use crate::controllers::deployitem::target::{ResolvedTarget, kubeconfig_text, parse_content};
+use crate::controllers::deployitem::target::{ResolvedTarget, parse_content};
+use landscaper_store::model::kubeconfig_text;
 
 /// No clock of a working appliance shows a time before this (it predates this release).
 pub const EARLIEST_SANE_TIME: &str = "2025-01-01T00:00:00Z";

@@ -60,6 +60,6 @@ pub use shared::{
     Condition, Error, LocalConfigMapReference, LocalObjectReference, LocalSecretReference,
     ObjectReference, OnDeleteConfig, Phase, SecretReference, TransitionTimes, TypedObjectReference,
 };
-pub use target::{Target, TargetSpec};
+pub use target::{Target, TargetSpec, kubeconfig_text};
 pub use validate::{ModelError, ValidatedObject, validate_object};
 pub use write_path::prepare_for_storage;

@@ -12,7 +12,6 @@ use crate::BoxFuture;
 
 pub mod fake;
 pub mod kube_client;
-pub mod kubeconfig;
 
 pub use fake::FakeCluster;
 pub use kube_client::KubeClusterClient;

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use landscaper_model::constants::{
     ERR_CONFIGURATION_PROBLEM, ERR_UNAUTHORIZED, MANIFEST_DEPLOYER_TYPE,
 };
-use landscaper_model::{DeployItem, Phase, Target};
+use landscaper_model::{DeployItem, Phase, Target, kubeconfig_text};
 use serde_json::Value;
 
 use self::config::{ConfigError, ProviderConfiguration};
@@ -38,7 +38,6 @@ use self::delete::DeleteError;
 use self::exports::ExportError;
 use self::status::{ManagedResourceStatus, ProviderStatus};
 use self::targets::TargetClients;
-use crate::kubernetes::kubeconfig::kubeconfig_text;
 use crate::kubernetes::{ClusterClient, ClusterError, KubeClusterClient};
 use crate::{BoxFuture, DeleteResult, DeployRequest, Deployer, DeployerError, ReconcileResult};
 
@@ -83,6 +82,7 @@ impl ClientFactory for KubeClientFactory {
         Box::pin(async move {
             let text = target
                 .and_then(|t| kubeconfig_text(t.spec.config.as_ref()))
+                .filter(|text| !text.trim().is_empty())
                 .ok_or_else(|| {
                     configuration_problem(
                         "ensureTargetAccess",

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use landscaper_deployers::SecondaryTarget;
-use landscaper_store::model::{Secret, Target};
+use landscaper_store::model::{Secret, Target, kubeconfig_text};
 use serde_json::{Map, Value};
 
 use super::contract::TargetLookup;
@@ -125,31 +125,6 @@ pub fn parse_content(text: &str) -> Result<Option<Value>, String> {
             ),
             None => "not valid YAML (the content is not shown)".to_string(),
         })
-}
-
-/// The kubeconfig text Landscaper's `KubernetesClusterTargetConfig` decoder finds in a target
-/// configuration, whatever the target type:
-/// * an object naming `kubeconfig`, `oidcConfig` or `selfConfig`: the `kubeconfig` string, or the
-///   JSON text of a non-string `kubeconfig` (e.g. `{secretRef: …}`); none without `kubeconfig`;
-/// * anything else is taken as the kubeconfig itself: a string as it is, other values as JSON
-///   text (`null` as the empty text).
-pub fn kubeconfig_text(config: Option<&Value>) -> Option<String> {
-    let config = config.unwrap_or(&Value::Null);
-    if let Value::Object(map) = config {
-        let present = |k: &str| map.get(k).is_some_and(|v| !v.is_null());
-        if present("kubeconfig") || present("oidcConfig") || present("selfConfig") {
-            return match map.get("kubeconfig") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(other) => Some(other.to_string()),
-            };
-        }
-    }
-    Some(match config {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    })
 }
 
 /// `ValidateTarget`: a target's kubeconfig must load, and may not use client certificate or
@@ -454,22 +429,9 @@ mod tests {
 
     #[test]
     fn the_whole_configuration_counts_as_kubeconfig_without_a_kubeconfig_field() {
-        // Landscaper's decoder falls back to reading the whole content as the kubeconfig.
-        assert_eq!(
-            kubeconfig_text(Some(&json!({"foo": "bar"}))).as_deref(),
-            Some(r#"{"foo":"bar"}"#)
-        );
-        assert_eq!(kubeconfig_text(None).as_deref(), Some(""));
-        assert_eq!(kubeconfig_text(Some(&json!("abc"))).as_deref(), Some("abc"));
-        assert_eq!(
-            kubeconfig_text(Some(&json!({"kubeconfig": {"secretRef": {"name": "s"}}}))).as_deref(),
-            Some(r#"{"secretRef":{"name":"s"}}"#)
-        );
-        assert_eq!(
-            kubeconfig_text(Some(&json!({"oidcConfig": {"server": "x"}}))),
-            None
-        );
-        // ... so a free-form target config is fine, a users list with a token file is not.
+        // Landscaper's decoder falls back to reading the whole content as the kubeconfig
+        // (`landscaper_store::model::kubeconfig_text`), so a free-form target config is fine,
+        // a users list with a token file is not.
         assert_eq!(
             validate_target(Some(&target(json!({"foo": "bar"})))),
             Ok(())

@@ -34,6 +34,21 @@ const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric ch
 '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is \
 '[-._a-zA-Z0-9]+')";
 
+/// Characters the API server draws `generateName` suffixes from
+/// (`k8s.io/apimachinery/pkg/util/rand`: no vowels, no look-alikes).
+pub const GENERATE_NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+/// Length of the random suffix the API server appends to a `generateName`.
+pub const GENERATE_NAME_SUFFIX_LENGTH: usize = 5;
+
+/// A random `generateName` suffix: [`GENERATE_NAME_SUFFIX_LENGTH`] characters of
+/// [`GENERATE_NAME_ALPHABET`].
+pub fn random_name_suffix() -> String {
+    uuid::Uuid::new_v4().as_bytes()[..GENERATE_NAME_SUFFIX_LENGTH]
+        .iter()
+        .map(|b| GENERATE_NAME_ALPHABET[usize::from(*b) % GENERATE_NAME_ALPHABET.len()] as char)
+        .collect()
+}
+
 /// `must be no more than N characters`.
 pub fn max_len_error(n: usize) -> String {
     format!("must be no more than {n} characters")
@@ -159,6 +174,20 @@ pub fn is_config_map_key(s: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_name_suffixes_use_the_generate_name_alphabet() {
+        let suffixes: Vec<String> = (0..64).map(|_| random_name_suffix()).collect();
+        for s in &suffixes {
+            assert_eq!(s.len(), GENERATE_NAME_SUFFIX_LENGTH);
+            assert!(
+                s.bytes().all(|b| GENERATE_NAME_ALPHABET.contains(&b)),
+                "{s}"
+            );
+        }
+        // Random, not constant: 64 draws from 27^5 values are not all alike.
+        assert!(suffixes.iter().any(|s| s != &suffixes[0]));
+    }
 
     #[test]
     fn dns_names() {

@@ -47,9 +47,6 @@ const META_REVISION: &str = "revision";
 const META_HISTORY_FIRST: &str = "history_first";
 const META_HISTORY_NEXT: &str = "history_next";
 
-/// Characters Kubernetes uses for `generateName` suffixes (no vowels, no look-alikes).
-const NAME_SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
 /// Tuning of a [`Store`].
 #[derive(Clone)]
 pub struct StoreOptions {
@@ -1454,12 +1451,7 @@ fn set_meta(object: &mut Value, field: &str, value: Value) {
 }
 
 fn generated_name(prefix: &str) -> String {
-    let bytes = uuid::Uuid::new_v4().into_bytes();
-    let suffix: String = bytes[..5]
-        .iter()
-        .map(|b| NAME_SUFFIX_ALPHABET[*b as usize % NAME_SUFFIX_ALPHABET.len()] as char)
-        .collect();
-    format!("{prefix}{suffix}")
+    format!("{prefix}{}", crate::model::names::random_name_suffix())
 }
 
 /// Applies one transaction's writes to the view; all-or-nothing because the caller drops the

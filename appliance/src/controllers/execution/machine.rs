@@ -23,7 +23,9 @@ use landscaper_store::model::constants::{
     EXECUTION_PREFIX, INTERRUPT_OPERATION, LANDSCAPER_FINALIZER, NO_TARGET_NAME_VALUE,
     OPERATION_ANNOTATION, OPERATION_INTERRUPT, OPERATION_RECONCILE, RECONCILE_TIMESTAMP_ANNOTATION,
 };
-use landscaper_store::model::names::generate_data_object_name;
+use landscaper_store::model::names::{
+    DNS1123_LABEL_MAX_LENGTH, GENERATE_NAME_SUFFIX_LENGTH, generate_data_object_name,
+};
 use landscaper_store::model::{
     DataObject, DeployItem, DeployItemCache, DeployItemSpec, DeployItemTemplate, DiNamePair,
     Error as StatusError, Execution, ExecutionStatus, Kind, ObjectMeta, ObjectReference,
@@ -37,7 +39,7 @@ use crate::controllers::jobs::is_finished;
 use crate::controllers::lserror::{LsError, updated_error};
 
 /// Kubernetes' `generateName`: the prefix is cut to leave room for the 5-character suffix.
-const MAX_GENERATE_NAME_PREFIX: usize = 63 - 5;
+const MAX_GENERATE_NAME_PREFIX: usize = DNS1123_LABEL_MAX_LENGTH - GENERATE_NAME_SUFFIX_LENGTH;
 
 /// Landscaper keeps at most this many entries in a deploy item's `status.lastErrors`.
 const MAX_LAST_ERRORS: usize = 5;

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use landscaper_store::model::constants::{
     DATA_OBJECT_SECRET_DATA_KEY, EXECUTION_MANAGED_BY_LABEL, LANDSCAPER_FINALIZER,
 };
+use landscaper_store::model::names::random_name_suffix;
 use landscaper_store::model::{
     DataObject, DeployItem, Execution, Phase, Resource, Secret, from_value,
 };
@@ -23,9 +24,6 @@ use self::machine::{Next, View};
 use super::ControllerContext;
 use super::jobs::WaitIntervals;
 use super::runtime::{Outcome, ReconcileError, Reconciler};
-
-/// Characters Kubernetes uses for `generateName` suffixes.
-const NAME_SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 pub struct ExecutionReconciler {
     context: ControllerContext,
@@ -130,14 +128,6 @@ fn parse_export(bytes: &[u8]) -> Result<Value, String> {
         .map_err(|e| format!("error converting YAML to JSON: {e}"))
 }
 
-/// Five random characters of Kubernetes' `generateName` alphabet.
-fn random_suffix() -> String {
-    uuid::Uuid::new_v4().as_bytes()[..5]
-        .iter()
-        .map(|b| NAME_SUFFIX_ALPHABET[usize::from(*b) % NAME_SUFFIX_ALPHABET.len()] as char)
-        .collect()
-}
-
 impl Reconciler for ExecutionReconciler {
     const KIND: Kind = Kind::Execution;
 
@@ -160,7 +150,7 @@ impl Reconciler for ExecutionReconciler {
         let started = machine::start_standalone_job(&execution, super::jobs::new_job_id, &now);
         let execution = started.clone().unwrap_or(execution);
         let view = self.load_view(&execution)?;
-        let mut step = machine::step(&execution, &view, &now, &mut random_suffix);
+        let mut step = machine::step(&execution, &view, &now, &mut random_name_suffix);
         if step.execution.is_none() {
             step.execution = started;
         }

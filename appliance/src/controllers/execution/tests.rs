@@ -416,13 +416,6 @@ fn exports_are_read_as_json_or_yaml() {
     assert!(parse_export(b"a: [").is_err());
 }
 
-#[test]
-fn random_suffixes_use_the_generate_name_alphabet() {
-    let s = random_suffix();
-    assert_eq!(s.len(), 5);
-    assert!(s.bytes().all(|b| NAME_SUFFIX_ALPHABET.contains(&b)));
-}
-
 /// An Execution that no Installation owns (defined in a manifest file) without a job.
 async fn create_standalone(store: &Store, items: Vec<Value>) {
     let exec = json!({

@@ -22,7 +22,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use landscaper_store::{Kind, StoreError, StoreFile};
+use landscaper_store::{Kind, OpenError, StoreError, StoreFile};
 
 use crate::api::ApiToken;
 use crate::api::backup::{BACKUP_PATH, OBJECTS_HEADER, REVISION_HEADER};
@@ -218,7 +218,7 @@ impl Connection for UnixStream {
 fn snapshot_of_file(location: &Location, dest: &Path) -> Result<Snapshot, BackupError> {
     let path = location.store_path.display().to_string();
     let file = StoreFile::open(&location.store_path).map_err(|source| match source {
-        StoreError::Locked { .. } => BackupError::LockedElsewhere {
+        StoreError::Open(OpenError::Locked { .. }) => BackupError::LockedElsewhere {
             path: path.clone(),
             server: location.server.clone(),
         },
@@ -483,7 +483,7 @@ pub fn restore(args: &RestoreArgs, out: &mut impl Write) -> Result<(), BackupErr
     let report =
         landscaper_store::restore_file(&args.file, &location.store_path).map_err(|source| {
             match source {
-                StoreError::Locked { path } => BackupError::DaemonRunning { path },
+                StoreError::Open(OpenError::Locked { path }) => BackupError::DaemonRunning { path },
                 source => BackupError::Store {
                     step: "restoring",
                     path: args.file.display().to_string(),

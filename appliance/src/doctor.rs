@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use landscaper_store::model::constants::KUBERNETES_CLUSTER_TARGET_TYPE;
 use landscaper_store::model::{Secret, Target, from_value};
-use landscaper_store::{Kind, StoreContents, StoreError, StoreFile, needs_repair};
+use landscaper_store::{Kind, OpenError, StoreContents, StoreError, StoreFile, needs_repair};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -355,7 +355,7 @@ fn check_store_file(location: &Location) -> (Check, Option<StoreContents>) {
     }
     let file = match StoreFile::open_without_repair(path) {
         Ok(file) => file,
-        Err(StoreError::Locked { .. }) => {
+        Err(StoreError::Open(OpenError::Locked { .. })) => {
             return (
                 Check::new(
                     name,

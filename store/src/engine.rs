@@ -21,7 +21,9 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::change::{Change, ChangeSet, ChangeType, HistoryEntry, SharedChangeSet};
 use crate::clock::{Clock, SystemClock, format_time};
-use crate::error::StoreError;
+use crate::error::{
+    EncodingError, OpenError, ReadError, StorageError, StoreError, TransactionError,
+};
 use crate::flow::{self, FlowRef};
 use crate::key::ObjectKey;
 use crate::model::Kind;
@@ -200,11 +202,13 @@ impl Shared {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-            .ok_or_else(|| StoreError::NotWritable {
-                reason: self
-                    .unwritable()
-                    .map(|u| u.reason)
-                    .unwrap_or_else(|| "the store file is being reopened".into()),
+            .ok_or_else(|| {
+                StoreError::Transaction(TransactionError::NotWritable {
+                    reason: self
+                        .unwritable()
+                        .map(|u| u.reason)
+                        .unwrap_or_else(|| "the store file is being reopened".into()),
+                })
             })
     }
 
@@ -254,9 +258,11 @@ impl Store {
                 .create_new(true)
                 .mode(0o600)
                 .open(path)
-                .map_err(|source| StoreError::Io {
-                    step: "creating the store file",
-                    source,
+                .map_err(|source| {
+                    StoreError::Storage(StorageError::Io {
+                        step: "creating the store file",
+                        source,
+                    })
                 })?;
         }
         let mut builder = Database::builder();
@@ -267,19 +273,19 @@ impl Store {
             builder.open(path)
         };
         let db = opened.map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Locked {
+            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Open(OpenError::Locked {
                 path: display.clone(),
-            },
-            redb::DatabaseError::UpgradeRequired(v) => StoreError::FormatVersion {
+            }),
+            redb::DatabaseError::UpgradeRequired(v) => StoreError::Open(OpenError::FormatVersion {
                 path: display.clone(),
                 found: v as u32,
                 supported: FORMAT_VERSION as u32,
                 hint: "the redb file format is older than this binary's; open it with the matching release and move the data with `backup` and `restore`, or `export`",
-            },
-            e => StoreError::Storage {
+            }),
+            e => StoreError::Storage(StorageError::Database {
                 step: "opening the store file",
                 source: e.into(),
-            },
+            }),
         })?;
         // Kept private even if the file was created by something else.
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
@@ -300,9 +306,11 @@ impl Store {
         let writer = std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || Writer::new(writer_shared, revision).run(inbox))
-            .map_err(|source| StoreError::Io {
-                step: "starting the writer thread",
-                source,
+            .map_err(|source| {
+                StoreError::Storage(StorageError::Io {
+                    step: "starting the writer thread",
+                    source,
+                })
             })?;
         Ok(Store {
             shared,
@@ -326,8 +334,10 @@ impl Store {
         let (reply, answer) = oneshot::channel();
         self.requests
             .send(Request::Commit { transaction, reply })
-            .map_err(|_| StoreError::Closed)?;
-        let result = answer.await.map_err(|_| StoreError::Closed)?;
+            .map_err(|_| StoreError::Transaction(TransactionError::Closed))?;
+        let result = answer
+            .await
+            .map_err(|_| StoreError::Transaction(TransactionError::Closed))?;
         self.shared.commit_latency.observe(started.elapsed());
         result
     }
@@ -343,8 +353,10 @@ impl Store {
         let (reply, answer) = oneshot::channel();
         self.requests
             .send(Request::Commit { transaction, reply })
-            .map_err(|_| StoreError::Closed)?;
-        let result = answer.blocking_recv().map_err(|_| StoreError::Closed)?;
+            .map_err(|_| StoreError::Transaction(TransactionError::Closed))?;
+        let result = answer
+            .blocking_recv()
+            .map_err(|_| StoreError::Transaction(TransactionError::Closed))?;
         self.shared.commit_latency.observe(started.elapsed());
         result
     }
@@ -378,10 +390,10 @@ impl Store {
         }
         let oldest = recent.front().map(|c| c.revision).unwrap_or(current + 1);
         if revision + 1 < oldest {
-            return Err(StoreError::Expired {
+            return Err(StoreError::Read(ReadError::Expired {
                 requested: revision,
                 oldest,
-            });
+            }));
         }
         Ok(recent
             .iter()
@@ -579,10 +591,10 @@ impl Store {
         drop(index);
         match ObjectKey::from_storage_key(&storage_key) {
             Some(key) => self.get(&key),
-            None => Err(StoreError::Corrupt {
+            None => Err(StoreError::Encoding(EncodingError::Corrupt {
                 record: storage_key,
                 message: "uid index entry names no valid key".into(),
-            }),
+            })),
         }
     }
 
@@ -607,13 +619,12 @@ impl Store {
                 break;
             }
             let (k, _) = entry.map_err(StoreError::redb("scanning the history index"))?;
-            let seq =
-                k.value()[prefix.len()..]
-                    .parse::<u64>()
-                    .map_err(|e| StoreError::Corrupt {
-                        record: k.value().to_string(),
-                        message: e.to_string(),
-                    })?;
+            let seq = k.value()[prefix.len()..].parse::<u64>().map_err(|e| {
+                StoreError::Encoding(EncodingError::Corrupt {
+                    record: k.value().to_string(),
+                    message: e.to_string(),
+                })
+            })?;
             if let Some(bytes) = history
                 .get(seq)
                 .map_err(StoreError::redb("reading the history"))?
@@ -685,16 +696,20 @@ fn probe_write(store_path: &Path) -> std::io::Result<()> {
 }
 
 fn decode(record: &str, bytes: &[u8]) -> Result<Value, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
-        record: record.to_string(),
-        message: e.to_string(),
+    serde_json::from_slice(bytes).map_err(|e| {
+        StoreError::Encoding(EncodingError::Corrupt {
+            record: record.to_string(),
+            message: e.to_string(),
+        })
     })
 }
 
 fn decode_history(seq: u64, bytes: &[u8]) -> Result<HistoryEntry, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
-        record: format!("history #{seq}"),
-        message: e.to_string(),
+    serde_json::from_slice(bytes).map_err(|e| {
+        StoreError::Encoding(EncodingError::Corrupt {
+            record: format!("history #{seq}"),
+            message: e.to_string(),
+        })
     })
 }
 
@@ -734,12 +749,12 @@ fn initialise(db: &Database, path: &str) -> Result<u64, StoreError> {
                 migrate(v)?;
             }
             Some(v) => {
-                return Err(StoreError::FormatVersion {
+                return Err(StoreError::Open(OpenError::FormatVersion {
                     path: path.to_string(),
                     found: v as u32,
                     supported: FORMAT_VERSION as u32,
                     hint: "the store was written by a newer release; upgrade the appliance or restore a backup made by this release",
-                });
+                }));
             }
         }
         meta.get(META_REVISION)
@@ -807,10 +822,10 @@ fn backfill_flow_index(tx: &redb::WriteTransaction) -> Result<(), StoreError> {
 /// Upgrades a file from an older format version. Version 1 is the first; each later version
 /// adds a step here that rewrites the affected tables inside the opening transaction.
 fn migrate(from: u64) -> Result<(), StoreError> {
-    Err(StoreError::Corrupt {
+    Err(StoreError::Encoding(EncodingError::Corrupt {
         record: META_FORMAT.into(),
         message: format!("format version {from} predates the first release and cannot be read"),
-    })
+    }))
 }
 
 fn label_index_prefix(kind: Kind, label: &str, value: &str) -> String {
@@ -1029,9 +1044,11 @@ impl Writer {
                 .unwrap_or_default();
             transactions.clear();
             for reply in replies.drain(..) {
-                let _ = reply.send(Err(StoreError::NotWritable {
-                    reason: reason.clone(),
-                }));
+                let _ = reply.send(Err(StoreError::Transaction(
+                    TransactionError::NotWritable {
+                        reason: reason.clone(),
+                    },
+                )));
             }
             return;
         }
@@ -1062,7 +1079,8 @@ impl Writer {
                 let message = error.to_string();
                 if matches!(
                     error,
-                    StoreError::Storage { .. } | StoreError::NotWritable { .. }
+                    StoreError::Storage(StorageError::Database { .. })
+                        | StoreError::Transaction(TransactionError::NotWritable { .. })
                 ) {
                     // redb refuses every later operation on this handle: reopen it once the
                     // disk takes writes again.
@@ -1070,9 +1088,11 @@ impl Writer {
                     self.last_recovery = Some(Instant::now());
                 }
                 for reply in replies.drain(..) {
-                    let _ = reply.send(Err(StoreError::CommitFailed {
-                        message: message.clone(),
-                    }));
+                    let _ = reply.send(Err(StoreError::Transaction(
+                        TransactionError::CommitFailed {
+                            message: message.clone(),
+                        },
+                    )));
                 }
             }
         }
@@ -1093,9 +1113,11 @@ impl Writer {
         } else {
             Durability::None
         })
-        .map_err(|e| StoreError::Corrupt {
-            record: "durability".into(),
-            message: e.to_string(),
+        .map_err(|e| {
+            StoreError::Encoding(EncodingError::Corrupt {
+                record: "durability".into(),
+                message: e.to_string(),
+            })
         })?;
         let now = format_time(self.shared.options.clock.now());
         let mut touched: HashMap<String, Touched> = HashMap::new();
@@ -1266,9 +1288,11 @@ impl Writer {
             }
             match &t.current {
                 Some(new) => {
-                    let bytes = serde_json::to_vec(new).map_err(|e| StoreError::Corrupt {
-                        record: storage_key.clone(),
-                        message: e.to_string(),
+                    let bytes = serde_json::to_vec(new).map_err(|e| {
+                        StoreError::Encoding(EncodingError::Corrupt {
+                            record: storage_key.clone(),
+                            message: e.to_string(),
+                        })
                     })?;
                     objects
                         .insert(storage_key.as_str(), bytes.as_slice())
@@ -1310,9 +1334,11 @@ impl Writer {
         for set in change_sets {
             for change in &set.changes {
                 let entry = HistoryEntry::from_change(set.revision, &set.time, change);
-                let bytes = serde_json::to_vec(&entry).map_err(|e| StoreError::Corrupt {
-                    record: "history entry".into(),
-                    message: e.to_string(),
+                let bytes = serde_json::to_vec(&entry).map_err(|e| {
+                    StoreError::Encoding(EncodingError::Corrupt {
+                        record: "history entry".into(),
+                        message: e.to_string(),
+                    })
                 })?;
                 history
                     .insert(next, bytes.as_slice())
@@ -1482,7 +1508,9 @@ fn apply_transaction(
                 let key = object::key_of(&obj)?;
                 let entry = view.entry(&key.storage_key())?;
                 if entry.current().is_some() {
-                    return Err(StoreError::AlreadyExists { key });
+                    return Err(StoreError::Transaction(TransactionError::AlreadyExists {
+                        key,
+                    }));
                 }
                 let meta = object::metadata_mut(&mut obj);
                 if key.kind.namespaced() {
@@ -1507,15 +1535,15 @@ fn apply_transaction(
                 let key = object::key_of(&obj)?;
                 let entry = view.entry(&key.storage_key())?;
                 let Some(current) = entry.current() else {
-                    return Err(StoreError::NotFound { key });
+                    return Err(StoreError::Transaction(TransactionError::NotFound { key }));
                 };
                 let expected = object::resource_version(&obj);
                 if !entry.resource_version_matches(expected) {
-                    return Err(StoreError::Conflict {
+                    return Err(StoreError::Transaction(TransactionError::Conflict {
                         expected: expected.to_string(),
                         actual: object::resource_version(current).to_string(),
                         key,
-                    });
+                    }));
                 }
                 let empty = serde_json::Map::new();
                 let cur_meta = object::metadata(current).unwrap_or(&empty);
@@ -1558,16 +1586,16 @@ fn apply_transaction(
             } => {
                 let entry = view.entry(&key.storage_key())?;
                 let Some(current) = entry.current() else {
-                    return Err(StoreError::NotFound { key });
+                    return Err(StoreError::Transaction(TransactionError::NotFound { key }));
                 };
                 if let Some(expected) = resource_version
                     && !entry.resource_version_matches(&expected)
                 {
-                    return Err(StoreError::Conflict {
+                    return Err(StoreError::Transaction(TransactionError::Conflict {
                         actual: object::resource_version(current).to_string(),
                         key,
                         expected,
-                    });
+                    }));
                 }
                 if object::finalizers(current).is_empty() {
                     results.push(None);
@@ -1679,24 +1707,27 @@ fn copy_snapshot(
         .map_err(StoreError::redb("listing the tables"))?
     {
         if !ALL_TABLES.contains(&table.name()) {
-            return Err(StoreError::Corrupt {
+            return Err(StoreError::Encoding(EncodingError::Corrupt {
                 record: format!("table {}", table.name()),
                 message: "this release does not know the table and cannot copy it (was the file written by a newer release?)".into(),
-            });
+            }));
         }
     }
-    let format_version = read_meta(source, META_FORMAT)?.ok_or_else(|| StoreError::Corrupt {
-        record: META_FORMAT.into(),
-        message: "missing: the file is not an appliance store".into(),
+    let format_version = read_meta(source, META_FORMAT)?.ok_or_else(|| {
+        StoreError::Encoding(EncodingError::Corrupt {
+            record: META_FORMAT.into(),
+            message: "missing: the file is not an appliance store".into(),
+        })
     })?;
     let revision = read_meta(source, META_REVISION)?.unwrap_or(0);
     let mut tx = target
         .begin_write()
         .map_err(StoreError::redb("starting the snapshot transaction"))?;
-    tx.set_durability(Durability::Immediate)
-        .map_err(|e| StoreError::CommitFailed {
+    tx.set_durability(Durability::Immediate).map_err(|e| {
+        StoreError::Transaction(TransactionError::CommitFailed {
             message: format!("setting the durability of the snapshot: {e}"),
-        })?;
+        })
+    })?;
     let objects = copy_table(source, &tx, OBJECTS)?;
     copy_table(source, &tx, LABEL_INDEX)?;
     copy_table(source, &tx, OWNER_INDEX)?;
@@ -1740,7 +1771,8 @@ fn write_snapshot_path(
     source: &redb::ReadTransaction,
     dest: &Path,
 ) -> Result<SnapshotInfo, StoreError> {
-    let io = |step: &'static str| move |source| StoreError::Io { step, source };
+    let io =
+        |step: &'static str| move |source| StoreError::Storage(StorageError::Io { step, source });
     let partial = partial_path(dest, "partial");
     let _ = std::fs::remove_file(&partial);
     let file = OpenOptions::new()
@@ -1811,7 +1843,7 @@ enum FileDatabase {
 
 /// A store file opened by a tool while no daemon runs (`backup`, `export`, `doctor`): read
 /// only, never migrated. While it is open the daemon cannot open the file (it reports the
-/// store as locked), and it cannot be opened while the daemon runs ([`StoreError::Locked`]).
+/// store as locked), and it cannot be opened while the daemon runs ([`OpenError::Locked`]).
 pub struct StoreFile {
     db: FileDatabase,
     path: PathBuf,
@@ -1836,7 +1868,7 @@ impl StoreFile {
     }
 
     /// [`open`](Self::open) without the repair: a file that needs one is reported as a
-    /// [`StoreError::Storage`] error whose source is [`redb::Error::RepairAborted`].
+    /// [`StorageError::Database`] error whose source is [`redb::Error::RepairAborted`].
     pub fn open_without_repair(path: &Path) -> Result<StoreFile, StoreError> {
         StoreFile::open_with(path, false)
     }
@@ -1844,24 +1876,26 @@ impl StoreFile {
     fn open_with(path: &Path, repair: bool) -> Result<StoreFile, StoreError> {
         let display = path.display().to_string();
         // Checked first: redb reports a missing file as a generic storage error.
-        std::fs::metadata(path).map_err(|source| StoreError::Io {
-            step: "opening the store file",
-            source,
+        std::fs::metadata(path).map_err(|source| {
+            StoreError::Storage(StorageError::Io {
+                step: "opening the store file",
+                source,
+            })
         })?;
         let map_open = |e: redb::DatabaseError, step: &'static str| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Locked {
+            redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Open(OpenError::Locked {
                 path: display.clone(),
-            },
-            redb::DatabaseError::UpgradeRequired(v) => StoreError::FormatVersion {
+            }),
+            redb::DatabaseError::UpgradeRequired(v) => StoreError::Open(OpenError::FormatVersion {
                 path: display.clone(),
                 found: v as u32,
                 supported: FORMAT_VERSION as u32,
                 hint: "the redb file format is older than this binary's; run the release that wrote it to `export` the objects, or restore a `backup` made by this release",
-            },
-            e => StoreError::Storage {
+            }),
+            e => StoreError::Storage(StorageError::Database {
                 step,
                 source: e.into(),
-            },
+            }),
         };
         let mut builder = Database::builder();
         builder.set_cache_size(SNAPSHOT_CACHE_BYTES);
@@ -1873,10 +1907,10 @@ impl StoreFile {
                     .map_err(|e| map_open(e, "repairing the store file"))?,
             ),
             Err(redb::DatabaseError::RepairAborted) => {
-                return Err(StoreError::Storage {
+                return Err(StoreError::Storage(StorageError::Database {
                     step: "opening the store file read-only (it was not shut down cleanly; the daemon repairs it at its next start)",
                     source: redb::Error::RepairAborted,
-                });
+                }));
             }
             Err(e) => return Err(map_open(e, "opening the store file read-only")),
         };
@@ -1888,27 +1922,27 @@ impl StoreFile {
         let tx = file.read()?;
         file.format_version = match read_meta(&tx, META_FORMAT)? {
             None => {
-                return Err(StoreError::Corrupt {
+                return Err(StoreError::Encoding(EncodingError::Corrupt {
                     record: format!("{display}: {META_FORMAT}"),
                     message: "missing: the file is not an appliance store".into(),
-                });
+                }));
             }
             Some(v) if v == FORMAT_VERSION => v,
             Some(v) if v < FORMAT_VERSION => {
-                return Err(StoreError::FormatVersion {
+                return Err(StoreError::Open(OpenError::FormatVersion {
                     path: display,
                     found: v as u32,
                     supported: FORMAT_VERSION as u32,
                     hint: "the store was written by an older release; the daemon migrates it when it opens it (start it once, or `restore` the file)",
-                });
+                }));
             }
             Some(v) => {
-                return Err(StoreError::FormatVersion {
+                return Err(StoreError::Open(OpenError::FormatVersion {
                     path: display,
                     found: v as u32,
                     supported: FORMAT_VERSION as u32,
                     hint: "the store was written by a newer release; upgrade the appliance or restore a backup made by this release",
-                });
+                }));
             }
         };
         drop(tx);
@@ -1982,7 +2016,7 @@ pub struct StoreContents {
 /// running:
 ///
 /// 1. The current store file, if any, is opened read-only and stays open until the end, so a
-///    daemon holding it fails the restore with [`StoreError::Locked`] and a daemon starting
+///    daemon holding it fails the restore with [`OpenError::Locked`] and a daemon starting
 ///    meanwhile fails to open it. A current file that cannot be opened (damaged) is replaced
 ///    all the same.
 /// 2. The backup is copied beside the store (`.store.redb.restore`, mode 0600) and opened
@@ -1993,7 +2027,8 @@ pub struct StoreContents {
 ///    one), then the checked copy is renamed over the store file: at every moment the store
 ///    path holds either the old or the new store.
 pub fn restore_file(backup: &Path, store_path: &Path) -> Result<RestoreReport, StoreError> {
-    let io = |step: &'static str| move |source| StoreError::Io { step, source };
+    let io =
+        |step: &'static str| move |source| StoreError::Storage(StorageError::Io { step, source });
     let backup_display = backup.display().to_string();
     let mut previous_unreadable = None;
     let lock = if store_path.exists() {
@@ -2003,9 +2038,9 @@ pub fn restore_file(backup: &Path, store_path: &Path) -> Result<RestoreReport, S
         {
             Ok(db) => Some(db),
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
-                return Err(StoreError::Locked {
+                return Err(StoreError::Open(OpenError::Locked {
                     path: store_path.display().to_string(),
-                });
+                }));
             }
             Err(e) => {
                 previous_unreadable = Some(e.to_string());
@@ -2039,17 +2074,17 @@ pub fn restore_file(backup: &Path, store_path: &Path) -> Result<RestoreReport, S
         )
         .map_err(|e| match e {
             // Name the file the user gave, not the staging copy.
-            StoreError::FormatVersion {
+            StoreError::Open(OpenError::FormatVersion {
                 found,
                 supported,
                 hint,
                 ..
-            } => StoreError::FormatVersion {
+            }) => StoreError::Open(OpenError::FormatVersion {
                 path: backup_display.clone(),
                 found,
                 supported,
                 hint,
-            },
+            }),
             e => e,
         })?;
         let mut counts = Vec::new();
@@ -2114,9 +2149,9 @@ pub fn restore_file(backup: &Path, store_path: &Path) -> Result<RestoreReport, S
 pub fn needs_repair(error: &StoreError) -> bool {
     matches!(
         error,
-        StoreError::Storage {
+        StoreError::Storage(StorageError::Database {
             source: redb::Error::RepairAborted,
             ..
-        }
+        })
     )
 }

@@ -21,7 +21,7 @@ pub use engine::{
     Committed, FORMAT_VERSION, ObjectList, RestoreReport, SnapshotInfo, Store, StoreContents,
     StoreFile, StoreOptions, Transaction, Unwritable, Write, needs_repair, restore_file,
 };
-pub use error::StoreError;
+pub use error::{EncodingError, OpenError, ReadError, StorageError, StoreError, TransactionError};
 pub use flow::{FlowDirection, FlowKind, FlowRef};
 pub use key::ObjectKey;
 /// The object model lives in its own crate (`landscaper-model`); re-exported so that

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::error::StoreError;
+use crate::error::{EncodingError, StoreError};
 use crate::key::ObjectKey;
 use crate::model::Kind;
 
@@ -127,10 +127,12 @@ pub fn kind_of(object: &Value) -> Result<Kind, StoreError> {
     let api_version = object.get("apiVersion").and_then(Value::as_str);
     let kind = object.get("kind").and_then(Value::as_str);
     match (api_version, kind) {
-        (Some(a), Some(k)) => Kind::from_type_meta(a, k).ok_or_else(|| StoreError::Invalid {
-            key: None,
-            field: "kind".into(),
-            message: format!("unsupported kind {k:?} in apiVersion {a:?}"),
+        (Some(a), Some(k)) => Kind::from_type_meta(a, k).ok_or_else(|| {
+            StoreError::Encoding(EncodingError::Invalid {
+                key: None,
+                field: "kind".into(),
+                message: format!("unsupported kind {k:?} in apiVersion {a:?}"),
+            })
         }),
         (None, _) => Err(invalid(None, "apiVersion", "Required value")),
         (_, None) => Err(invalid(None, "kind", "Required value")),
@@ -162,11 +164,11 @@ pub fn key_of(object: &Value) -> Result<ObjectKey, StoreError> {
 }
 
 pub(crate) fn invalid(key: Option<&ObjectKey>, field: &str, message: &str) -> StoreError {
-    StoreError::Invalid {
+    StoreError::Encoding(EncodingError::Invalid {
         key: key.cloned(),
         field: field.to_string(),
         message: message.to_string(),
-    }
+    })
 }
 
 /// Whether two versions of an object differ outside `metadata` and `status`: the rule by which
@@ -199,7 +201,7 @@ mod tests {
         let file = json!({"apiVersion": "appliance.landscaper-appliance.io/v1alpha1",
             "kind": "ManifestFile", "metadata": {"name": "f", "namespace": "x"}});
         assert!(
-            matches!(key_of(&file), Err(StoreError::Invalid { field, .. }) if field == "metadata.namespace")
+            matches!(key_of(&file), Err(StoreError::Encoding(EncodingError::Invalid { field, .. })) if field == "metadata.namespace")
         );
         let unknown = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
         assert!(key_of(&unknown).is_err());

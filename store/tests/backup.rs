@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use landscaper_store::{
-    FORMAT_VERSION, Kind, LabelSelector, ObjectKey, Store, StoreError, StoreFile, StoreOptions,
-    Transaction, restore_file,
+    FORMAT_VERSION, Kind, LabelSelector, ObjectKey, OpenError, StorageError, Store, StoreError,
+    StoreFile, StoreOptions, Transaction, restore_file,
 };
 use serde_json::{Value, json};
 
@@ -148,7 +148,7 @@ fn a_store_file_in_use_is_reported_as_locked() {
     let store = Store::open(&path, fast()).unwrap();
     assert!(matches!(
         StoreFile::open(&path),
-        Err(StoreError::Locked { .. })
+        Err(StoreError::Open(OpenError::Locked { .. }))
     ));
     store.shutdown();
     drop(store);
@@ -156,12 +156,12 @@ fn a_store_file_in_use_is_reported_as_locked() {
     // While a tool reads the file, the daemon cannot open it.
     assert!(matches!(
         Store::open(&path, fast()),
-        Err(StoreError::Locked { .. })
+        Err(StoreError::Open(OpenError::Locked { .. }))
     ));
     drop(file);
     assert!(matches!(
         StoreFile::open(&dir.path().join("missing.redb")),
-        Err(StoreError::Io { .. })
+        Err(StoreError::Storage(StorageError::Io { .. }))
     ));
 }
 
@@ -206,7 +206,10 @@ fn restore_checks_the_backup_and_keeps_the_old_store() {
 
     // A running daemon (the store open) refuses the restore.
     let err = restore_file(&backup, &store_path).unwrap_err();
-    assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+    assert!(
+        matches!(err, StoreError::Open(OpenError::Locked { .. })),
+        "{err}"
+    );
     current.shutdown();
     drop(current);
 
@@ -216,7 +219,8 @@ fn restore_checks_the_backup_and_keeps_the_old_store() {
     let err = restore_file(&newer, &store_path).unwrap_err();
     let message = err.to_string();
     assert!(
-        matches!(err, StoreError::FormatVersion { .. }) && message.contains("newer.redb"),
+        matches!(err, StoreError::Open(OpenError::FormatVersion { .. }))
+            && message.contains("newer.redb"),
         "{message}"
     );
     assert!(message.contains("newer release"), "{message}");

@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use landscaper_store::{
-    Kind, LabelSelector, ObjectKey, Store, StoreError, StoreOptions, Transaction,
+    Kind, LabelSelector, ObjectKey, Store, StoreError, StoreOptions, Transaction, TransactionError,
 };
 use serde_json::{Value, json};
 
@@ -126,7 +126,10 @@ fn a_full_disk_heals_without_restart_and_loses_nothing_acknowledged() {
         .unwrap_err();
     println!("while full: {refused}");
     assert!(
-        matches!(refused, StoreError::NotWritable { .. }),
+        matches!(
+            refused,
+            StoreError::Transaction(TransactionError::NotWritable { .. })
+        ),
         "{refused:?}"
     );
     assert!(refused.to_string().contains("No space left"), "{refused}");

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use landscaper_store::{
-    Kind, LabelSelector, ObjectKey, Store, StoreError, StoreOptions, Transaction, Write,
+    Kind, LabelSelector, ObjectKey, Store, StoreError, StoreOptions, Transaction, TransactionError,
+    Write,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -289,9 +290,11 @@ fn writes(store: &Store, op: &Op, out: &mut Vec<Write>) {
 fn outcome(result: Result<landscaper_store::Committed, StoreError>) -> Outcome {
     match result {
         Ok(_) => Outcome::Ok,
-        Err(StoreError::AlreadyExists { .. }) => Outcome::AlreadyExists,
-        Err(StoreError::NotFound { .. }) => Outcome::NotFound,
-        Err(StoreError::Conflict { .. }) => Outcome::Conflict,
+        Err(StoreError::Transaction(TransactionError::AlreadyExists { .. })) => {
+            Outcome::AlreadyExists
+        }
+        Err(StoreError::Transaction(TransactionError::NotFound { .. })) => Outcome::NotFound,
+        Err(StoreError::Transaction(TransactionError::Conflict { .. })) => Outcome::Conflict,
         Err(e) => panic!("unexpected store error: {e}"),
     }
 }

@@ -2,7 +2,8 @@
 //! indexes, history, the change feed and reopening.
 
 use landscaper_store::{
-    ChangeType, Kind, LabelSelector, ObjectKey, Store, StoreError, StoreOptions, Transaction,
+    ChangeType, Kind, LabelSelector, ObjectKey, OpenError, Store, StoreError, StoreOptions,
+    Transaction, TransactionError,
 };
 use serde_json::{Value, json};
 
@@ -41,7 +42,13 @@ fn create_sets_server_fields_and_rejects_duplicates() {
     let err = store
         .commit_blocking(Transaction::new().create(target("a", json!({}))))
         .unwrap_err();
-    assert!(matches!(err, StoreError::AlreadyExists { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            StoreError::Transaction(TransactionError::AlreadyExists { .. })
+        ),
+        "{err}"
+    );
     assert_eq!(store.revision(), 1);
 }
 
@@ -67,7 +74,7 @@ fn stale_resource_version_conflicts_and_changes_nothing() {
         .commit_blocking(Transaction::new().update(stale))
         .unwrap_err();
     assert!(
-        matches!(&err, StoreError::Conflict { expected, actual, .. } if expected == "1" && actual == "2"),
+        matches!(&err, StoreError::Transaction(TransactionError::Conflict { expected, actual, .. }) if expected == "1" && actual == "2"),
         "{err}"
     );
     assert!(err.is_retryable());
@@ -153,7 +160,10 @@ fn transactions_are_all_or_nothing() {
                 .create(target("a", json!({}))),
         )
         .unwrap_err();
-    assert!(matches!(err, StoreError::AlreadyExists { .. }));
+    assert!(matches!(
+        err,
+        StoreError::Transaction(TransactionError::AlreadyExists { .. })
+    ));
     assert!(store.get(&key("b")).unwrap().is_none());
     assert_eq!(store.revision(), 1);
 }
@@ -355,7 +365,7 @@ fn reopening_keeps_state_and_revision_and_file_is_private() {
         store.shutdown();
         assert!(matches!(
             store.commit_blocking(Transaction::new().create(target("b", json!({})))),
-            Err(StoreError::Closed)
+            Err(StoreError::Transaction(TransactionError::Closed))
         ));
     }
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -375,5 +385,8 @@ fn second_open_of_the_same_file_is_refused() {
     let path = dir.path().join("store.redb");
     let _store = Store::open(&path, StoreOptions::default()).unwrap();
     let err = Store::open(&path, StoreOptions::default()).unwrap_err();
-    assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+    assert!(
+        matches!(err, StoreError::Open(OpenError::Locked { .. })),
+        "{err}"
+    );
 }

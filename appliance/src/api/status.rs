@@ -4,7 +4,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use landscaper_store::{Kind, StoreError};
+use landscaper_store::{EncodingError, Kind, ReadError, StoreError, TransactionError};
 use serde_json::{Map, Value, json};
 
 /// A failed request, rendered as a `Status` object.
@@ -218,26 +218,28 @@ impl ApiError {
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         match &error {
-            StoreError::NotFound { key } => {
+            StoreError::Transaction(TransactionError::NotFound { key }) => {
                 ApiError::not_found(key.kind.plural(), key.kind.group(), &key.name)
             }
-            StoreError::Expired { requested, oldest } => ApiError::expired(format!(
-                "too old resource version: {requested} ({})",
-                oldest.saturating_sub(1)
-            )),
-            StoreError::Conflict { key, .. } => ApiError::conflict(
+            StoreError::Read(ReadError::Expired { requested, oldest }) => {
+                ApiError::expired(format!(
+                    "too old resource version: {requested} ({})",
+                    oldest.saturating_sub(1)
+                ))
+            }
+            StoreError::Transaction(TransactionError::Conflict { key, .. }) => ApiError::conflict(
                 key.kind,
                 &key.name,
                 "the object has been modified; please apply your changes to the latest version and try again",
             ),
-            StoreError::AlreadyExists { key } => {
+            StoreError::Transaction(TransactionError::AlreadyExists { key }) => {
                 ApiError::conflict(key.kind, &key.name, "the object already exists")
             }
-            StoreError::Invalid {
+            StoreError::Encoding(EncodingError::Invalid {
                 key,
                 field,
                 message,
-            } => match key {
+            }) => match key {
                 Some(key) => ApiError::invalid_value(key.kind, &key.name, field, message),
                 None => ApiError::bad_request(error.to_string()),
             },
@@ -305,21 +307,21 @@ mod tests {
             e.message,
             "Operation cannot be fulfilled on secrets \"s\": why"
         );
-        let e = ApiError::from(StoreError::Conflict {
+        let e = ApiError::from(StoreError::Transaction(TransactionError::Conflict {
             key: landscaper_store::ObjectKey::new(Kind::Installation, "ns", "a"),
             expected: "1".into(),
             actual: "2".into(),
-        });
+        }));
         assert_eq!((e.code, e.reason), (StatusCode::CONFLICT, "Conflict"));
         assert_eq!(ApiError::unauthorized("x").code, StatusCode::UNAUTHORIZED);
     }
 
     #[test]
     fn expired_store_errors_become_410() {
-        let e = ApiError::from(StoreError::Expired {
+        let e = ApiError::from(StoreError::Read(ReadError::Expired {
             requested: 3,
             oldest: 10,
-        });
+        }));
         assert_eq!(e.code, StatusCode::GONE);
         assert_eq!(e.reason, "Expired");
         assert_eq!(e.message, "too old resource version: 3 (9)");

@@ -20,7 +20,9 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use landscaper_store::model::validate::validate_labels_and_annotations;
-use landscaper_store::{Kind, LabelSelector, ObjectKey, Store, StoreError, Transaction, object};
+use landscaper_store::{
+    Kind, LabelSelector, ObjectKey, Store, StoreError, Transaction, TransactionError, object,
+};
 use serde_json::{Map, Value};
 
 use super::ApiState;
@@ -180,7 +182,7 @@ pub fn patch_object(
                     .flatten()
                     .ok_or_else(|| not_found(key));
             }
-            Err(StoreError::Conflict { .. }) => continue,
+            Err(StoreError::Transaction(TransactionError::Conflict { .. })) => continue,
             Err(e) => return Err(e.into()),
         }
     }
@@ -242,7 +244,7 @@ pub async fn delete(
                         None => (current, true),
                     });
                 }
-                Err(StoreError::Conflict { .. }) => continue,
+                Err(StoreError::Transaction(TransactionError::Conflict { .. })) => continue,
                 Err(e) => return Err(e.into()),
             }
         }
@@ -272,11 +274,11 @@ fn not_found(key: &ObjectKey) -> ApiError {
 }
 
 fn conflict(key: &ObjectKey) -> StoreError {
-    StoreError::Conflict {
+    StoreError::Transaction(TransactionError::Conflict {
         key: key.clone(),
         expected: String::new(),
         actual: String::new(),
-    }
+    })
 }
 
 /// `Installation default/x`, or `ManifestFile x` for cluster-scoped kinds.

@@ -157,7 +157,10 @@ async fn collect_garbage(store: &Store, removed: &Value) {
             .commit(landscaper_store::Transaction::new().delete(key.clone(), None))
             .await
         {
-            Ok(_) | Err(landscaper_store::StoreError::NotFound { .. }) => {}
+            Ok(_)
+            | Err(landscaper_store::StoreError::Transaction(
+                landscaper_store::TransactionError::NotFound { .. },
+            )) => {}
             Err(e) => {
                 tracing::warn!(%key, error = %e, "garbage collection of an owned object failed")
             }

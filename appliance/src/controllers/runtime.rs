@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
-use landscaper_store::{Kind, ObjectKey, StoreError};
+use landscaper_store::{Kind, ObjectKey, StoreError, TransactionError};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -47,7 +47,10 @@ impl ReconcileError {
     /// meanwhile, and reading it again resolves it. An `AlreadyExists` or `NotFound` does not go
     /// away by retrying at once (a create of a name someone else holds would spin).
     fn is_conflict(&self) -> bool {
-        matches!(self, ReconcileError::Store(StoreError::Conflict { .. }))
+        matches!(
+            self,
+            ReconcileError::Store(StoreError::Transaction(TransactionError::Conflict { .. }))
+        )
     }
 }
 
@@ -409,10 +412,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_persistent_conflict_is_retried_with_a_growing_backoff() {
         let calls = reconciles_within(
-            || StoreError::Conflict {
-                key: key("a"),
-                expected: "1".into(),
-                actual: "2".into(),
+            || {
+                StoreError::Transaction(TransactionError::Conflict {
+                    key: key("a"),
+                    expected: "1".into(),
+                    actual: "2".into(),
+                })
             },
             Duration::from_millis(500),
         )
@@ -424,13 +429,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn already_exists_and_not_found_wait_for_the_error_backoff() {
         let exists = reconciles_within(
-            || StoreError::AlreadyExists { key: key("a") },
+            || StoreError::Transaction(TransactionError::AlreadyExists { key: key("a") }),
             Duration::from_millis(900),
         )
         .await;
         assert_eq!(exists, 1, "AlreadyExists retried before the error backoff");
         let gone = reconciles_within(
-            || StoreError::NotFound { key: key("a") },
+            || StoreError::Transaction(TransactionError::NotFound { key: key("a") }),
             Duration::from_millis(900),
         )
         .await;

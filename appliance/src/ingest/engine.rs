@@ -13,7 +13,9 @@ use landscaper_store::model::constants::{
 };
 use landscaper_store::model::{ManifestFileStatus, ManifestObjectReference};
 use landscaper_store::object;
-use landscaper_store::{Committed, Kind, LabelSelector, ObjectKey, Store, StoreError, Transaction};
+use landscaper_store::{
+    Committed, Kind, LabelSelector, ObjectKey, Store, StoreError, Transaction, TransactionError,
+};
 use serde_json::{Map, Value};
 
 use super::ScanReport;
@@ -690,12 +692,15 @@ impl State {
         for (plan, result) in plans.into_iter().zip(results) {
             match result {
                 Ok(_) => committed.push(plan),
-                Err(StoreError::Closed) => return Err(StoreError::Closed),
+                Err(StoreError::Transaction(TransactionError::Closed)) => {
+                    return Err(StoreError::Transaction(TransactionError::Closed));
+                }
                 Err(e) => {
                     let permanent = !e.is_retryable()
                         && !matches!(
                             e,
-                            StoreError::AlreadyExists { .. } | StoreError::NotFound { .. }
+                            StoreError::Transaction(TransactionError::AlreadyExists { .. })
+                                | StoreError::Transaction(TransactionError::NotFound { .. })
                         );
                     if permanent {
                         let entry = self

@@ -340,9 +340,11 @@ fn admit(
     let mut object = validated.object;
     model::prepare_for_storage(validated.kind, &mut object);
     let key = object::key_of(&object).map_err(|e| match e {
-        landscaper_store::StoreError::Invalid { field, message, .. } => {
-            field_error(&field, message)
-        }
+        landscaper_store::StoreError::Encoding(landscaper_store::EncodingError::Invalid {
+            field,
+            message,
+            ..
+        }) => field_error(&field, message),
         other => field_error("metadata", other.to_string()),
     })?;
     if key.kind.namespaced() && object::namespace(&object).is_empty() {

@@ -17,6 +17,7 @@ use landscaper_store::model::constants::{
 use landscaper_store::model::{DeployItem, Phase, Secret, Target, from_value};
 use landscaper_store::{
     Clock, Kind, ManualClock, ObjectKey, Store, StoreError, StoreOptions, Transaction,
+    TransactionError,
 };
 use serde_json::{Value, json};
 
@@ -594,7 +595,10 @@ async fn a_concurrent_interrupt_wins_over_the_deployer_result() {
     env.trigger("di", "job-1").await;
     let err = env.reconcile("di").await.unwrap_err();
     assert!(
-        matches!(err, ReconcileError::Store(StoreError::Conflict { .. })),
+        matches!(
+            err,
+            ReconcileError::Store(StoreError::Transaction(TransactionError::Conflict { .. }))
+        ),
         "{err}"
     );
     // The runtime retries: the item is finished by the interrupt and stays so.

@@ -5,6 +5,7 @@ pub mod blueprint;
 pub mod budget;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gofmt;
 pub mod gotemplate;
 pub mod schema;
 pub mod spiff;

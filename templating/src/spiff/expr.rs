@@ -216,7 +216,7 @@ pub(crate) fn go_quote(s: &str) -> String {
 
 /// Go's `strconv.FormatFloat(f, 'g', -1, 64)`
 pub(crate) fn format_float_g(f: f64) -> String {
-    super::gofmt::format_float(f, 'g', -1)
+    crate::gofmt::format_float(f, b'g', -1)
 }
 
 /// spiff's `ValueAsString`

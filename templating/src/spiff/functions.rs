@@ -7,9 +7,9 @@ use base64::Engine as _;
 use super::env::Env;
 use super::eval::{Info, call_lambda, compare_equals, go_parse_bool};
 use super::expr::{Expr, lambda_value_string};
-use super::gofmt::{Arg, format_float, sprintf};
 use super::value::{Map, Node, Value};
 use super::yaml::{emit_yaml, go_json};
+use crate::gofmt::{Arg, format_float, sprintf};
 
 /// (value, info, ok, resolved)
 pub(crate) type FRes = (Value, Info, bool, bool);
@@ -1668,7 +1668,7 @@ fn to_string(args: &[Value]) -> FRes {
             }
             done(Value::str(format_radix(*i, base)))
         }
-        Value::Float(f) => done(Value::str(format_float(*f, 'g', -1))),
+        Value::Float(f) => done(Value::str(format_float(*f, b'g', -1))),
         Value::Bool(b) => done(Value::str(b.to_string())),
         other => err(format!("cannot convert {} to string", go_type_name(other))),
     }

@@ -26,7 +26,6 @@ mod expr;
 mod flow;
 mod funcs_ext;
 mod functions;
-mod gofmt;
 mod landscaper;
 mod md5;
 mod parser;

@@ -4,8 +4,8 @@ use super::env::Env;
 use super::eval::{Info, call_lambda, compare_equals};
 use super::expr::lambda_value_string;
 use super::functions::FRes;
-use super::gofmt::format_float;
 use super::value::{Map, Node, Value, to_bool};
+use crate::gofmt::format_float;
 
 /// (valid, message, condition error, resolved)
 type VRes = (bool, String, Option<String>, bool);
@@ -27,7 +27,7 @@ fn go_v(v: &Value) -> String {
     match v {
         Value::Str(s) => s.to_string(),
         Value::Int(i) => i.to_string(),
-        Value::Float(f) => format_float(*f, 'g', -1),
+        Value::Float(f) => format_float(*f, b'g', -1),
         Value::Bool(b) => b.to_string(),
         Value::Nil => "<nil>".into(),
         other => super::expr::value_as_string(other, true),

@@ -9,8 +9,8 @@ use std::rc::Rc;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::expr::{Expr, lambda_expr_string};
-use super::gofmt::{format_float, json_float};
 use super::value::{Map, Node, Value};
+use crate::gofmt::{format_float, json_float};
 
 /// A raw YAML value.
 #[derive(Debug, Clone)]
@@ -164,7 +164,7 @@ fn raw_desc(r: &Raw) -> String {
         Raw::Null => "<nil>".into(),
         Raw::Bool(b) => b.to_string(),
         Raw::Int(i) => i.to_string(),
-        Raw::Float(f) => format_float(*f, 'g', -1),
+        Raw::Float(f) => format_float(*f, b'g', -1),
         Raw::Str(s) => format!("{s:?}"),
         Raw::Seq(_) => "[]interface {}".into(),
         Raw::Map(_) => "map[interface {}]interface {}".into(),
@@ -292,7 +292,7 @@ fn go_json_into(v: &Value, out: &mut String) -> Result<(), String> {
             if !f.is_finite() {
                 return Err(format!(
                     "json: unsupported value: {}",
-                    format_float(f, 'g', -1)
+                    format_float(f, b'g', -1)
                 ));
             }
             out.push_str(&json_float(f));
@@ -490,7 +490,7 @@ impl Emitter {
                         "-.inf".into()
                     }
                 } else {
-                    format_float(*f, 'g', -1)
+                    format_float(*f, b'g', -1)
                 };
                 (s, Style::Plain)
             }

@@ -171,86 +171,6 @@ fn parse_hex_float(s: &str) -> Option<f64> {
     Some(v * 2f64.powi(exp))
 }
 
-/// The shortest decimal digits of `f` (no sign) and the decimal point position, as Go's
-/// `strconv` computes them for precision -1: value = 0.DIGITS × 10^dp.
-fn shortest_digits(f: f64) -> (String, i32) {
-    let sci = format!("{:e}", f.abs());
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
-    let digits = digits.trim_end_matches('0').to_string();
-    let digits = if digits.is_empty() {
-        "0".to_string()
-    } else {
-        digits
-    };
-    (digits, exp + 1)
-}
-
-/// Go's `strconv.FormatFloat(f, fmt, -1, 64)` for `fmt` in `'g'`, `'e'`, `'f'`.
-pub fn format_float(f: f64, fmt: char) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    let neg = f.is_sign_negative();
-    let mut out = String::new();
-    if neg {
-        out.push('-');
-    }
-    if f == 0.0 {
-        out.push_str(match fmt {
-            'e' => "0e+00",
-            _ => "0",
-        });
-        return out;
-    }
-    let (digits, dp) = shortest_digits(f);
-    // strconv with the shortest precision: %e when the exponent is < -4 or >= 6.
-    let use_e = match fmt {
-        'e' => true,
-        'f' => false,
-        _ => dp - 1 < -4 || dp > 6,
-    };
-    if use_e {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        let exp = dp - 1;
-        out.push('e');
-        out.push(if exp < 0 { '-' } else { '+' });
-        let e = exp.abs();
-        if e < 10 {
-            out.push('0');
-        }
-        out.push_str(&e.to_string());
-    } else if dp <= 0 {
-        out.push_str("0.");
-        for _ in 0..(-dp) {
-            out.push('0');
-        }
-        out.push_str(&digits);
-    } else if dp as usize >= digits.len() {
-        out.push_str(&digits);
-        for _ in 0..(dp as usize - digits.len()) {
-            out.push('0');
-        }
-    } else {
-        out.push_str(&digits[..dp as usize]);
-        out.push('.');
-        out.push_str(&digits[dp as usize..]);
-    }
-    out
-}
-
 /// Go's conversion of a float64 to int64 (amd64 semantics: out of range and NaN give
 /// the minimum int64).
 pub fn float_to_i64(f: f64) -> i64 {
@@ -307,28 +227,6 @@ pub fn to_float64(v: &Value) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn floats_format_like_go() {
-        for (f, g) in [
-            (1e6, "1e+06"),
-            (123456.0, "123456"),
-            (1234567.0, "1.234567e+06"),
-            (0.0001, "0.0001"),
-            (0.00001, "1e-05"),
-            (1.5, "1.5"),
-            (-2.25, "-2.25"),
-            (100.0, "100"),
-            (1e21, "1e+21"),
-            (3.0e-7, "3e-07"),
-            (0.1 + 0.2, "0.30000000000000004"),
-        ] {
-            assert_eq!(format_float(f, 'g'), g, "{f}");
-        }
-        assert_eq!(format_float(1e21, 'f'), "1000000000000000000000");
-        assert_eq!(format_float(1.5e-7, 'e'), "1.5e-07");
-        assert_eq!(format_float(0.000001, 'f'), "0.000001");
-    }
 
     #[test]
     fn ints_parse_like_go() {

@@ -528,10 +528,10 @@ pub fn format(t: &Time, layout: &str) -> String {
 fn parse_err(value: &str, layout: &str, value_elem: &str, layout_elem: &str) -> String {
     format!(
         "parsing time {} as {}: cannot parse {} as {}",
-        super::gofmt::quote(value),
-        super::gofmt::quote(layout),
-        super::gofmt::quote(value_elem),
-        super::gofmt::quote(layout_elem)
+        crate::gofmt::quote(value),
+        crate::gofmt::quote(layout),
+        crate::gofmt::quote(value_elem),
+        crate::gofmt::quote(layout_elem)
     )
 }
 
@@ -574,8 +574,8 @@ pub fn parse(layout: &str, value: &str) -> Result<Time, String> {
             if !v.is_empty() {
                 return Err(format!(
                     "parsing time {}: extra text: {}",
-                    super::gofmt::quote(value),
-                    super::gofmt::quote(v)
+                    crate::gofmt::quote(value),
+                    crate::gofmt::quote(v)
                 ));
             }
             break;
@@ -605,7 +605,7 @@ pub fn parse(layout: &str, value: &str) -> Result<Time, String> {
                 if !(1..=12).contains(&n) {
                     return Err(format!(
                         "parsing time {}: month out of range",
-                        super::gofmt::quote(value)
+                        crate::gofmt::quote(value)
                     ));
                 }
                 month = n;
@@ -633,7 +633,7 @@ pub fn parse(layout: &str, value: &str) -> Result<Time, String> {
                 if n >= 24 {
                     return Err(format!(
                         "parsing time {}: hour out of range",
-                        super::gofmt::quote(value)
+                        crate::gofmt::quote(value)
                     ));
                 }
                 hour = n;
@@ -645,7 +645,7 @@ pub fn parse(layout: &str, value: &str) -> Result<Time, String> {
                 if n > 12 {
                     return Err(format!(
                         "parsing time {}: hour out of range",
-                        super::gofmt::quote(value)
+                        crate::gofmt::quote(value)
                     ));
                 }
                 hour = n;
@@ -657,7 +657,7 @@ pub fn parse(layout: &str, value: &str) -> Result<Time, String> {
                 if n >= 60 {
                     return Err(format!(
                         "parsing time {}: minute out of range",
-                        super::gofmt::quote(value)
+                        crate::gofmt::quote(value)
                     ));
                 }
                 min = n;
@@ -669,7 +669,7 @@ pub fn parse(layout: &str, value: &str) -> Result<Time, String> {
                 if n >= 60 {
                     return Err(format!(
                         "parsing time {}: second out of range",
-                        super::gofmt::quote(value)
+                        crate::gofmt::quote(value)
                     ));
                 }
                 sec = n;
@@ -813,7 +813,7 @@ pub fn parse(layout: &str, value: &str) -> Result<Time, String> {
     if day < 1 || day > days_in {
         return Err(format!(
             "parsing time {}: day out of range",
-            super::gofmt::quote(value)
+            crate::gofmt::quote(value)
         ));
     }
     let local =
@@ -948,7 +948,7 @@ fn frac_str(v: u64, prec: u32) -> String {
 /// Go's `time.ParseDuration`, in nanoseconds.
 pub fn parse_duration(text: &str) -> Result<i64, String> {
     let orig = text;
-    let quoted = || super::gofmt::quote(orig);
+    let quoted = || crate::gofmt::quote(orig);
     let mut s = text;
     let mut neg = false;
     if let Some(c) = s.chars().next()
@@ -999,7 +999,7 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
             _ => {
                 return Err(format!(
                     "time: unknown unit {} in duration {}",
-                    super::gofmt::quote(unit),
+                    crate::gofmt::quote(unit),
                     quoted()
                 ));
             }

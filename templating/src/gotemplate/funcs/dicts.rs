@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use super::super::function::{Arity, FuncError, FuncMap};
 use super::super::value::{Elem, MapRef, Value, go_lossy};
 use super::args::{self, nil_map_write, s};
-use super::gofmt::strval;
 use super::reflect::empty;
+use super::strval::strval;
 
 pub fn register(m: &mut FuncMap) {
     m.insert("dict", Arity::AtLeast(0), |_, a| {

@@ -128,7 +128,7 @@ pub fn helm() -> FuncMap {
         match ctx.execute_text(&text, a[1].clone()) {
             Ok(out) => Ok(s(out.replace("<no value>", ""))),
             Err(e) => {
-                let q = super::gofmt::quote(&text);
+                let q = crate::gofmt::quote(&text);
                 // Parse errors have no `executing "…"` part.
                 if e.message.contains("executing \"") {
                     Err(FuncError::new(format!(

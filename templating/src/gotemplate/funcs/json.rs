@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use super::super::value::Value;
-use super::conv::format_float;
-use super::gofmt::quote;
+use crate::gofmt::format_float;
+use crate::gofmt::quote;
 
 /// `json.Marshal(v)` (`html == true`) or an `Encoder` with `SetEscapeHTML(false)` (without the
 /// trailing newline).
@@ -121,23 +121,12 @@ fn write_indent(out: &mut String, v: &Value, indent: &str, depth: usize) -> Resu
 /// exponent's leading zero dropped (`1e-07`).
 pub fn float(f: f64) -> Result<String, String> {
     if !f.is_finite() {
-        return Err(format!("json: unsupported value: {}", format_float(f, 'g')));
+        return Err(format!(
+            "json: unsupported value: {}",
+            format_float(f, b'g', -1)
+        ));
     }
-    let abs = f.abs();
-    if abs < 1e15 && f.fract() == 0.0 && f != 0.0 {
-        // Whole numbers: the shortest digits are the integer's.
-        return Ok((f as i64).to_string());
-    }
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let mut s = format_float(f, 'e');
-        let n = s.len();
-        if n >= 4 && &s[n - 4..n - 2] == "e-" && s.as_bytes()[n - 2] == b'0' {
-            s.remove(n - 2);
-        }
-        Ok(s)
-    } else {
-        Ok(format_float(f, 'f'))
-    }
+    Ok(crate::gofmt::json_float(f))
 }
 
 pub fn write_string(out: &mut String, s: &str, html: bool) {

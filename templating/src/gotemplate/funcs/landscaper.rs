@@ -58,7 +58,7 @@ pub fn landscaper(components: Components) -> FuncMap {
         }
         let result = ctx
             .read_file(&name)
-            .map_err(|e| FuncError::new(format!("unable to read include file {}: {e}", super::gofmt::quote(&name))))
+            .map_err(|e| FuncError::new(format!("unable to read include file {}: {e}", crate::gofmt::quote(&name))))
             .and_then(|data| {
                 let text = String::from_utf8_lossy(&data).into_owned();
                 ctx.execute_text(&text, a[1].clone())

@@ -4,8 +4,9 @@
 use super::super::function::{Arity, FuncError, FuncMap};
 use super::super::value::{Elem, Value};
 use super::args::{self, s};
-use super::conv::{float_to_i64, format_float, parse_int, to_float64, to_int64};
+use super::conv::{float_to_i64, parse_int, to_float64, to_int64};
 use crate::budget::{self, BudgetExceeded};
+use crate::gofmt::format_float;
 
 fn divide_by_zero() -> FuncError {
     FuncError::new("runtime error: integer divide by zero")
@@ -108,7 +109,7 @@ pub fn register(m: &mut FuncMap) {
         Ok(Value::Int(atoi(&args::string(&a[0])?)))
     });
     m.insert("toDecimal", Arity::Exact(1), |_, a| {
-        let text = super::gofmt::format_v(&a[0]);
+        let text = super::strval::format_v(&a[0]);
         Ok(Value::Int64(parse_int(&text, 8).unwrap_or(0)))
     });
     m.insert("seq", Arity::AtLeast(0), |_, a| {
@@ -265,7 +266,7 @@ impl Dec {
         if f == 0.0 {
             return Some(Dec { mant: 0, exp: 0 });
         }
-        let text = format_float(f, 'e');
+        let text = format_float(f, b'e', -1);
         let (m, e) = text.split_once('e')?;
         let neg = m.starts_with('-');
         let m = m.trim_start_matches('-');

@@ -246,14 +246,14 @@ fn unescape(text: &str, mode: Enc) -> Result<String, String> {
                     let end = (i + 3).min(b.len());
                     return Err(format!(
                         "invalid URL escape {}",
-                        super::gofmt::quote(&String::from_utf8_lossy(&b[i..end]))
+                        crate::gofmt::quote(&String::from_utf8_lossy(&b[i..end]))
                     ));
                 }
                 let v = u8::from_str_radix(&text[i + 1..i + 3], 16).unwrap_or(0);
                 if mode == Enc::Host && v < 0x80 && text[i..i + 3] != *"%25" {
                     return Err(format!(
                         "invalid URL escape {}",
-                        super::gofmt::quote(&text[i..i + 3])
+                        crate::gofmt::quote(&text[i..i + 3])
                     ));
                 }
                 out.push(v);
@@ -267,7 +267,7 @@ fn unescape(text: &str, mode: Enc) -> Result<String, String> {
                 if (mode == Enc::Host || mode == Enc::Zone) && c < 0x80 && should_escape(c, mode) {
                     return Err(format!(
                         "invalid character {} in host name",
-                        super::gofmt::quote(&(c as char).to_string())
+                        crate::gofmt::quote(&(c as char).to_string())
                     ));
                 }
                 out.push(c);
@@ -295,7 +295,7 @@ fn parse_host(host: &str) -> Result<String, String> {
         if !valid_port(colon_port) {
             return Err(format!(
                 "invalid port {} after host",
-                super::gofmt::quote(colon_port)
+                crate::gofmt::quote(colon_port)
             ));
         }
         if let Some(zone) = host[..i].find("%25") {
@@ -309,7 +309,7 @@ fn parse_host(host: &str) -> Result<String, String> {
         if !valid_port(colon_port) {
             return Err(format!(
                 "invalid port {} after host",
-                super::gofmt::quote(colon_port)
+                crate::gofmt::quote(colon_port)
             ));
         }
     }
@@ -317,7 +317,7 @@ fn parse_host(host: &str) -> Result<String, String> {
 }
 
 fn url_err(op: &str, url: &str, msg: &str) -> String {
-    format!("{op} {}: {msg}", super::gofmt::quote(url))
+    format!("{op} {}: {msg}", crate::gofmt::quote(url))
 }
 
 impl Url {

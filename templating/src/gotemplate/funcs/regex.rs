@@ -177,10 +177,10 @@ fn must_compile(pattern: &str) -> Result<Regex, FuncError> {
 
 /// `regexp.quote`: a raw-string literal when possible, else strconv.Quote.
 fn go_backquote(s: &str) -> String {
-    if !s.contains('`') && s.chars().all(|c| c == '\t' || super::gofmt::is_print(c)) {
+    if !s.contains('`') && s.chars().all(|c| c == '\t' || crate::gofmt::is_print(c)) {
         format!("`{s}`")
     } else {
-        super::gofmt::quote(s)
+        crate::gofmt::quote(s)
     }
 }
 

@@ -60,7 +60,7 @@ fn parse_segment(text: &str) -> Result<u64, String> {
     text.parse::<u64>().map_err(|_| {
         format!(
             "error parsing version segment: strconv.ParseUint: parsing {}: value out of range",
-            super::gofmt::quote(text)
+            crate::gofmt::quote(text)
         )
     })
 }

@@ -3,8 +3,8 @@
 use super::super::function::{Arity, FuncError, FuncMap};
 use super::super::value::{Elem, Value};
 use super::args::{self, s};
-use super::gofmt::{format_v, strval, strval_value};
 use super::random;
+use super::strval::{format_v, strval, strval_value};
 use super::unicode as uc;
 use crate::budget;
 

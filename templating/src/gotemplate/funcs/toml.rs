@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::super::value::{Value, go_lossy};
-use super::conv::format_float;
+use crate::gofmt::format_float;
 
 const NO_KEY: &str = "toml: top-level values must be Go maps or structs";
 const NIL_ELEMENT: &str = "toml: cannot encode array with nil element";
@@ -196,7 +196,7 @@ impl Enc {
                 } else if f.is_infinite() {
                     self.out.push_str(if *f < 0.0 { "-inf" } else { "inf" });
                 } else {
-                    let t = format_float(*f, 'f');
+                    let t = format_float(*f, b'f', -1);
                     self.out.push_str(&t);
                     if !t.contains('.') {
                         self.out.push_str(".0");

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use granit_parser::{Event, Parser, ScalarStyle};
 
 use super::super::value::{Value, go_lossy};
-use super::conv::{format_float, parse_int, parse_uint};
+use super::conv::{parse_int, parse_uint};
 use super::json;
+use crate::gofmt::format_float;
 
 // ---- the JSON → yaml.v2 object step ----------------------------------------------------------
 
@@ -321,7 +322,7 @@ fn yaml_float(f: f64) -> String {
             "-.inf".into()
         }
     } else {
-        format_float(f, 'g')
+        format_float(f, b'g', -1)
     }
 }
 
@@ -1140,7 +1141,10 @@ fn to_json_value(y: Y) -> Result<Value, String> {
         Y::Uint(u) => Value::Float(u as f64),
         Y::Float(f) => {
             if !f.is_finite() {
-                return Err(format!("json: unsupported value: {}", format_float(f, 'g')));
+                return Err(format!(
+                    "json: unsupported value: {}",
+                    format_float(f, b'g', -1)
+                ));
             }
             Value::Float(f)
         }
@@ -1159,7 +1163,7 @@ fn to_json_value(y: Y) -> Result<Value, String> {
                     Y::Int(i) => i.to_string(),
                     Y::Uint(u) => u.to_string(),
                     Y::Float(f) => {
-                        let s = format_float(f as f32 as f64, 'g');
+                        let s = format_float(f as f32 as f64, b'g', -1);
                         match s.as_str() {
                             "+Inf" => ".inf".into(),
                             "-Inf" => "-.inf".into(),

@@ -1,5 +1,5 @@
-//! The pieces of Go's `fmt` and `strconv` that the function libraries need: `%v` of a value,
-//! `strconv.Quote`, and sprig's `strval`.
+//! sprig's `strval` and `%v` of a value, as the function libraries need them (Go's `strconv`
+//! quoting is [`crate::gofmt`]'s).
 
 use super::super::value::Value;
 
@@ -28,16 +28,6 @@ pub fn strval_value(v: &Value) -> Value {
     }
 }
 
-/// Go's `strconv.Quote` (what `%q` does with a string).
-pub fn quote(s: &str) -> String {
-    super::super::print::quote(s)
-}
-
-/// Go's `strconv.IsPrint`.
-pub fn is_print(c: char) -> bool {
-    super::super::print::is_print(c)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,13 +46,5 @@ mod tests {
         .collect();
         assert_eq!(format_v(&Value::map(m)), "map[a:[1e+06 <nil>] b:1]");
         assert_eq!(format_v(&Value::Float(2.5)), "2.5");
-    }
-
-    #[test]
-    fn quote_escapes_like_strconv() {
-        assert_eq!(
-            quote("a\"b\\c\n\u{1}é\u{a0}"),
-            "\"a\\\"b\\\\c\\n\\x01é\\u00a0\""
-        );
     }
 }

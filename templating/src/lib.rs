@@ -8,6 +8,7 @@ pub mod fuzzing;
 pub mod gofmt;
 pub mod gotemplate;
 pub mod schema;
+pub mod semver;
 pub mod spiff;
 mod yaml_scalar;
 

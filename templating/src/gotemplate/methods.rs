@@ -3,9 +3,9 @@
 //! the receiver before it looks for a field or map key.
 
 use super::funcs::dates::{self, Time};
-use super::funcs::semver::Version;
 use super::function::GoType;
 use super::value::{Value, go_lossy};
+use crate::semver::Version;
 
 /// A method: its Go parameter types and its body (the receiver and the converted arguments).
 #[derive(Clone, Copy)]

@@ -18,7 +18,7 @@ use std::ops::Deref;
 use std::rc::Rc;
 
 use super::funcs::dates::Time;
-use super::funcs::semver::Version;
+use crate::semver::Version;
 
 /// The element type of a Go slice or map value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

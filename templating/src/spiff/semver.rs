@@ -1,21 +1,15 @@
 //! Semantic version functions (`semver*`) and the `semver` validator, following the
-//! semantics of `github.com/Masterminds/semver/v3` that spiff uses.
+//! semantics of the `github.com/Masterminds/semver/v3` release spiff links (v3.1: its parse
+//! errors, increments and `Constraints.Validate` reasons). The version type and its order are
+//! [`crate::semver`]'s.
 
 use std::cmp::Ordering;
+
+use crate::semver::Version;
 
 use super::eval::Info;
 use super::functions::FRes;
 use super::value::{Node, Value};
-
-#[derive(Clone, Debug)]
-pub(crate) struct Version {
-    major: u64,
-    minor: u64,
-    patch: u64,
-    pre: String,
-    meta: String,
-    original: String,
-}
 
 fn version_re() -> &'static regex::Regex {
     use std::sync::OnceLock;
@@ -28,8 +22,11 @@ fn version_re() -> &'static regex::Regex {
     })
 }
 
+/// What spiff's Masterminds release adds to [`Version`]: its own parse errors, the original
+/// text's `v`, increments and setters.
 impl Version {
-    pub fn parse(s: &str) -> Result<Version, String> {
+    /// `semver.NewVersion` of Masterminds v3.1 (its error messages).
+    fn parse_spiff(s: &str) -> Result<Version, String> {
         let Some(m) = version_re().captures(s) else {
             return Err("Invalid Semantic Version".into());
         };
@@ -56,22 +53,9 @@ impl Version {
             minor: seg(2)?,
             patch: seg(3)?,
             pre,
-            meta: m.get(8).map(|x| x.as_str().to_string()).unwrap_or_default(),
+            metadata: m.get(8).map(|x| x.as_str().to_string()).unwrap_or_default(),
             original: s.to_string(),
         })
-    }
-
-    fn string(&self) -> String {
-        let mut s = format!("{}.{}.{}", self.major, self.minor, self.patch);
-        if !self.pre.is_empty() {
-            s.push('-');
-            s.push_str(&self.pre);
-        }
-        if !self.meta.is_empty() {
-            s.push('+');
-            s.push_str(&self.meta);
-        }
-        s
     }
 
     fn vprefix(&self) -> &'static str {
@@ -83,17 +67,17 @@ impl Version {
     }
 
     fn renew(mut self) -> Version {
-        self.original = format!("{}{}", self.vprefix(), self.string());
+        self.original = format!("{}{}", self.vprefix(), self.to_string());
         self
     }
 
     fn inc_patch(&self) -> Version {
         let mut v = self.clone();
         if !v.pre.is_empty() {
-            v.meta.clear();
+            v.metadata.clear();
             v.pre.clear();
         } else {
-            v.meta.clear();
+            v.metadata.clear();
             v.pre.clear();
             v.patch += 1;
         }
@@ -102,7 +86,7 @@ impl Version {
 
     fn inc_minor(&self) -> Version {
         let mut v = self.clone();
-        v.meta.clear();
+        v.metadata.clear();
         v.pre.clear();
         v.patch = 0;
         v.minor += 1;
@@ -111,7 +95,7 @@ impl Version {
 
     fn inc_major(&self) -> Version {
         let mut v = self.clone();
-        v.meta.clear();
+        v.metadata.clear();
         v.pre.clear();
         v.patch = 0;
         v.minor = 0;
@@ -141,53 +125,9 @@ impl Version {
             return Err("Invalid Metadata string".into());
         }
         let mut v = self.clone();
-        v.meta = m.to_string();
+        v.metadata = m.to_string();
         Ok(v.renew())
     }
-
-    pub fn compare(&self, o: &Version) -> Ordering {
-        self.major
-            .cmp(&o.major)
-            .then(self.minor.cmp(&o.minor))
-            .then(self.patch.cmp(&o.patch))
-            .then_with(|| compare_prerelease(&self.pre, &o.pre))
-    }
-}
-
-fn compare_prerelease(a: &str, b: &str) -> Ordering {
-    if a == b {
-        return Ordering::Equal;
-    }
-    if a.is_empty() {
-        return Ordering::Greater;
-    }
-    if b.is_empty() {
-        return Ordering::Less;
-    }
-    let pa: Vec<&str> = a.split('.').collect();
-    let pb: Vec<&str> = b.split('.').collect();
-    for i in 0..pa.len().max(pb.len()) {
-        let (x, y) = (pa.get(i), pb.get(i));
-        match (x, y) {
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(x), Some(y)) => {
-                let xn = x.parse::<u64>();
-                let yn = y.parse::<u64>();
-                let o = match (xn, yn) {
-                    (Ok(p), Ok(q)) => p.cmp(&q),
-                    (Ok(_), Err(_)) => Ordering::Less,
-                    (Err(_), Ok(_)) => Ordering::Greater,
-                    _ => x.cmp(y),
-                };
-                if o != Ordering::Equal {
-                    return o;
-                }
-            }
-            _ => {}
-        }
-    }
-    Ordering::Equal
 }
 
 struct Constraint {
@@ -229,7 +169,7 @@ fn parse_constraint(c: &str) -> Result<Constraint, String> {
         patch_dirty = true;
         ver = format!("{}{}.0{}", g(3), g(4), g(6));
     }
-    let con = Version::parse(&ver)?;
+    let con = Version::parse_spiff(&ver)?;
     Ok(Constraint {
         op: g(1).to_string(),
         orig: g(2).to_string(),
@@ -264,7 +204,7 @@ fn parse_constraints(s: &str) -> Result<Vec<Vec<Constraint>>, String> {
 }
 
 fn check(v: &Version, c: &Constraint) -> Result<(), String> {
-    let vs = v.string();
+    let vs = v.to_string();
     let o = &c.orig;
     let pre_msg = || {
         Err(format!(
@@ -299,9 +239,7 @@ fn check(v: &Version, c: &Constraint) -> Result<(), String> {
                 } else if c.con.patch != v.patch && !c.patch_dirty {
                     return Ok(());
                 } else if c.patch_dirty {
-                    if (!v.pre.is_empty() || !c.con.pre.is_empty())
-                        && compare_prerelease(&v.pre, &c.con.pre) != Ordering::Equal
-                    {
+                    if (!v.pre.is_empty() || !c.con.pre.is_empty()) && v.pre != c.con.pre {
                         return Ok(());
                     }
                     return eqmsg;
@@ -404,7 +342,7 @@ fn check(v: &Version, c: &Constraint) -> Result<(), String> {
 }
 
 fn tilde(v: &Version, c: &Constraint) -> Result<(), String> {
-    let vs = v.string();
+    let vs = v.to_string();
     let o = &c.orig;
     if !v.pre.is_empty() && c.con.pre.is_empty() {
         return Err(format!(
@@ -439,7 +377,7 @@ fn validate_constraints(cs: &[Vec<Constraint>], v: &Version) -> (bool, Vec<Strin
                 if !prerelease {
                     errs.push(format!(
                         "{} is a prerelease version and the constraint is only looking for release versions",
-                        v.string()
+                        v.to_string()
                     ));
                     prerelease = true;
                 }
@@ -463,7 +401,7 @@ fn parse_arg(name: &str, v: &Value) -> Result<Version, String> {
             v.type_name()
         ));
     };
-    Version::parse(s).map_err(|e| format!("{name}: {}: {e}", super::expr::go_quote(s)))
+    Version::parse_spiff(s).map_err(|e| format!("{name}: {}: {e}", super::expr::go_quote(s)))
 }
 
 /// The semver validator: (valid, message, error, resolved)
@@ -545,7 +483,7 @@ pub(crate) fn call(name: &str, args: &[Value]) -> FRes {
                 "semvermajor" => Value::Int(v.major as i64),
                 "semverminor" => Value::Int(v.minor as i64),
                 "semverpatch" => Value::Int(v.patch as i64),
-                "semver" => Value::str(v.string()),
+                "semver" => Value::str(v.to_string()),
                 "semverincmajor" => Value::str(v.inc_major().original),
                 "semverincminor" => Value::str(v.inc_minor().original),
                 _ => Value::str(v.inc_patch().original),
@@ -575,8 +513,8 @@ pub(crate) fn call(name: &str, args: &[Value]) -> FRes {
                 let r = match name {
                     "semverprerelease" => v.set_prerelease(s),
                     "semvermetadata" => v.set_metadata(s),
-                    _ => Version::parse(s).and_then(|n| {
-                        n.set_metadata(&v.meta)
+                    _ => Version::parse_spiff(s).and_then(|n| {
+                        n.set_metadata(&v.metadata)
                             .and_then(|r| r.set_prerelease(&v.pre))
                     }),
                 };
@@ -590,7 +528,7 @@ pub(crate) fn call(name: &str, args: &[Value]) -> FRes {
             }
             ok(match name {
                 "semverprerelease" => Value::str(v.pre.clone()),
-                "semvermetadata" => Value::str(v.meta.clone()),
+                "semvermetadata" => Value::str(v.metadata.clone()),
                 _ => {
                     let r = v
                         .set_metadata("")

@@ -67,7 +67,7 @@ impl Version {
     }
 
     fn renew(mut self) -> Version {
-        self.original = format!("{}{}", self.vprefix(), self.to_string());
+        self.original = format!("{}{}", self.vprefix(), self);
         self
     }
 
@@ -377,7 +377,7 @@ fn validate_constraints(cs: &[Vec<Constraint>], v: &Version) -> (bool, Vec<Strin
                 if !prerelease {
                     errs.push(format!(
                         "{} is a prerelease version and the constraint is only looking for release versions",
-                        v.to_string()
+                        v
                     ));
                     prerelease = true;
                 }

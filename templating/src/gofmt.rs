@@ -290,13 +290,13 @@ fn fmt_e(dst: &mut String, d: &Digits, prec: i32, fmt: u8) {
         }
     }
     dst.push(fmt as char);
-    let mut exp = if nd == 0 { 0 } else { d.dp - 1 };
-    if exp < 0 {
-        dst.push('-');
-        exp = -exp;
-    } else {
-        dst.push('+');
-    }
+    append_exponent(dst, if nd == 0 { 0 } else { d.dp - 1 });
+}
+
+/// A float's exponent as strconv writes it: sign and at least two digits (`+07`, `-123`).
+fn append_exponent(dst: &mut String, exp: i32) {
+    dst.push(if exp < 0 { '-' } else { '+' });
+    let exp = exp.unsigned_abs();
     if exp < 10 {
         dst.push('0');
     }
@@ -389,16 +389,7 @@ fn fmt_x(dst: &mut String, f: f64, prec: i32, fmt: u8) {
         }
     }
     dst.push(if fmt == b'X' { 'P' } else { 'p' });
-    if exp < 0 {
-        dst.push('-');
-        exp = -exp;
-    } else {
-        dst.push('+');
-    }
-    if exp < 10 {
-        dst.push('0');
-    }
-    let _ = write!(dst, "{exp}");
+    append_exponent(dst, exp);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -51,8 +51,16 @@ pub fn check_chart_archive(
         return Err(corrupt("not gzip data".into()));
     }
     let decoder = flate2::read::GzDecoder::new(bytes);
-    // One byte more than allowed, to tell "exactly the limit" from "over it".
-    let limited = decoder.take(max_unpacked.saturating_add(1));
+    let read = std::rc::Rc::new(std::cell::Cell::new(0u64));
+    let limited = Limited {
+        inner: decoder,
+        read: read.clone(),
+        max: max_unpacked,
+    };
+    let too_large = || SourceError::TooLarge {
+        what: format!("{what} (unpacked)"),
+        limit: max_unpacked,
+    };
     let mut archive = tar::Archive::new(limited);
     let mut chart_dir: Option<String> = None;
     let mut entries = 0usize;
@@ -61,7 +69,11 @@ pub fn check_chart_archive(
         .entries()
         .map_err(|e| corrupt(format!("cannot read tar: {e}")))?;
     for entry in iter {
-        let mut entry = entry.map_err(|e| corrupt(format!("cannot read tar entry: {e}")))?;
+        let mut entry = match entry {
+            Ok(entry) => entry,
+            Err(_) if read.get() > max_unpacked => return Err(too_large()),
+            Err(e) => return Err(corrupt(format!("cannot read tar entry: {e}"))),
+        };
         entries += 1;
         let path = entry
             .path()
@@ -69,15 +81,12 @@ pub fn check_chart_archive(
             .to_string_lossy()
             .into_owned();
         let mut sink = std::io::sink();
-        let copied = std::io::copy(&mut entry, &mut sink)
-            .map_err(|e| corrupt(format!("cannot read {path}: {e}")))?;
+        let copied = match std::io::copy(&mut entry, &mut sink) {
+            Ok(n) => n,
+            Err(_) if read.get() > max_unpacked => return Err(too_large()),
+            Err(e) => return Err(corrupt(format!("cannot read {path}: {e}"))),
+        };
         unpacked = unpacked.saturating_add(copied);
-        if unpacked > max_unpacked {
-            return Err(SourceError::TooLarge {
-                what: format!("{what} (unpacked)"),
-                limit: max_unpacked,
-            });
-        }
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         if parts.len() == 2 && parts[1] == "Chart.yaml" && chart_dir.is_none() {
             chart_dir = Some(parts[0].to_string());
@@ -91,6 +100,25 @@ pub fn check_chart_archive(
         }),
         None if entries == 0 => Err(corrupt("empty archive".into())),
         None => Err(corrupt("no Chart.yaml in a top-level directory".into())),
+    }
+}
+
+/// Counts what is read and fails once more than `max` bytes came through.
+struct Limited<R> {
+    inner: R,
+    read: std::rc::Rc<std::cell::Cell<u64>>,
+    max: u64,
+}
+
+impl<R: Read> Read for Limited<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let total = self.read.get().saturating_add(n as u64);
+        self.read.set(total);
+        if total > self.max {
+            return Err(std::io::Error::other("unpacked size limit exceeded"));
+        }
+        Ok(n)
     }
 }
 

@@ -126,6 +126,15 @@ pub struct RequestAuth {
     pub ca_pem: Option<Vec<u8>>,
 }
 
+impl std::fmt::Debug for RequestAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestAuth")
+            .field("authorization", &self.authorization.as_ref().map(|_| "<redacted>"))
+            .field("ca_pem", &self.ca_pem.is_some())
+            .finish()
+    }
+}
+
 impl RepoAuths {
     pub fn new(credentials: HelmChartRepoCredentials) -> Self {
         let mut auths = credentials.auths;

@@ -333,7 +333,7 @@ impl ChartSources {
         let repo_url = normalize_url(repo_url);
         let key = format!("helmrepo:{repo_url}|{name}|{version}");
         let source = format!("helm repository {repo_url} (chart {name} version {version})");
-        let exact = semver::Version::parse(version).is_some();
+        let exact = semver::Version::is_exact(version);
         if exact && let Some(hit) = self.cached(&key, &source) {
             return Ok(hit);
         }

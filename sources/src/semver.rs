@@ -14,12 +14,24 @@ pub struct Version {
 }
 
 impl Version {
+    /// Lenient as Masterminds' `NewVersion`: `1.2` is `1.2.0`; wildcards are not versions.
     pub fn parse(text: &str) -> Option<Version> {
         let (v, parts) = parse_parts(text)?;
-        if parts.iter().any(|p| p.is_none()) {
+        if parts[0].is_none() || (parts[1].is_none() && parts[2].is_some()) {
             return None;
         }
+        let given = parts.iter().take_while(|p| p.is_some()).count();
+        let core = text.trim().trim_start_matches(['v', 'V']);
+        let core = core.split(['-', '+']).next().unwrap_or_default();
+        if core.split('.').count() != given {
+            return None; // a wildcard somewhere
+        }
         Some(v)
+    }
+
+    /// `major.minor.patch` all given (no wildcard, nothing missing): names one version.
+    pub fn is_exact(text: &str) -> bool {
+        parse_parts(text).is_some_and(|(_, parts)| parts.iter().all(Option::is_some))
     }
 }
 
@@ -322,6 +334,9 @@ mod tests {
             ["0.9.0", "1.0.0-alpha", "1.0.0-rc.1", "1.0.0-rc.10", "1.0.0", "2.0.0"]
         );
         assert!(Version::parse("1.x").is_none());
+        assert!(Version::is_exact("1.2.3-rc.1"));
+        assert!(!Version::is_exact("1.2"));
+        assert!(!Version::is_exact("^1.2.3"));
         assert!(Version::parse("abc").is_none());
     }
 

@@ -80,7 +80,11 @@ impl ChartCache {
         if !valid_sha256_digest(digest) {
             return None;
         }
-        Some(self.root.join("blobs/sha256").join(&digest["sha256:".len()..]))
+        Some(
+            self.root
+                .join("blobs/sha256")
+                .join(&digest["sha256:".len()..]),
+        )
     }
 
     fn ref_path(&self, key: &str) -> PathBuf {

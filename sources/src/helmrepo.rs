@@ -129,7 +129,10 @@ pub struct RequestAuth {
 impl std::fmt::Debug for RequestAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RequestAuth")
-            .field("authorization", &self.authorization.as_ref().map(|_| "<redacted>"))
+            .field(
+                "authorization",
+                &self.authorization.as_ref().map(|_| "<redacted>"),
+            )
             .field("ca_pem", &self.ca_pem.is_some())
             .finish()
     }
@@ -141,7 +144,12 @@ impl RepoAuths {
         for auth in &mut auths {
             auth.url = normalize_url(&auth.url);
         }
-        auths.sort_by(|a, b| b.url.len().cmp(&a.url.len()).then_with(|| a.url.cmp(&b.url)));
+        auths.sort_by(|a, b| {
+            b.url
+                .len()
+                .cmp(&a.url.len())
+                .then_with(|| a.url.cmp(&b.url))
+        });
         RepoAuths { auths }
     }
 
@@ -174,28 +182,35 @@ impl RepoAuths {
                     .get(&secret_ref.name)
                     .ok_or_else(|| err(format!("secret {:?} not found", secret_ref.name)))?;
                 let value = secret.data.get(key).ok_or_else(|| {
-                    err(format!("key {key} not found in secret {:?}", secret_ref.name))
+                    err(format!(
+                        "key {key} not found in secret {:?}",
+                        secret_ref.name
+                    ))
                 })?;
                 Some(
                     String::from_utf8(value.clone())
-                        .map_err(|_| err(format!("key {key} of secret {:?} is not text", secret_ref.name)))?
+                        .map_err(|_| {
+                            err(format!(
+                                "key {key} of secret {:?} is not text",
+                                secret_ref.name
+                            ))
+                        })?
                         .trim_end_matches(['\r', '\n'])
                         .to_string(),
                 )
             }
             _ => {
-                return Err(err(
-                    "neither auth header nor secret ref is set".into(),
-                ));
+                return Err(err("neither auth header nor secret ref is set".into()));
             }
         };
-        let ca_pem = if auth.custom_ca_data.is_empty() {
-            None
-        } else {
-            Some(ca_pem(&auth.custom_ca_data).ok_or_else(|| {
-                err("customCAData is neither PEM nor base64-encoded PEM".into())
-            })?)
-        };
+        let ca_pem =
+            if auth.custom_ca_data.is_empty() {
+                None
+            } else {
+                Some(ca_pem(&auth.custom_ca_data).ok_or_else(|| {
+                    err("customCAData is neither PEM nor base64-encoded PEM".into())
+                })?)
+            };
         Ok(RequestAuth {
             authorization,
             ca_pem,
@@ -240,28 +255,61 @@ generated: "2024-01-01T00:00:00Z"
     #[test]
     fn versions_are_chosen_as_helm_does() {
         let index = Index::parse("t", INDEX.as_bytes()).expect("parses");
-        assert_eq!(index.get("app", "1.9.0").map(|e| &e.urls[0]), Ok(&"app-1.9.0.tgz".to_string()));
-        assert_eq!(index.get("app", "").map(|e| e.version.as_str()), Ok("1.10.0"));
-        assert_eq!(index.get("app", "^1.2").map(|e| e.version.as_str()), Ok("1.10.0"));
-        assert_eq!(index.get("app", "~1.9").map(|e| e.version.as_str()), Ok("1.9.0"));
-        assert_eq!(index.get("app", ">=2.0.0-0").map(|e| e.version.as_str()), Ok("2.0.0-rc.1"));
-        assert_eq!(index.get("app", "2.0.0-rc.1").map(|e| e.version.as_str()), Ok("2.0.0-rc.1"));
+        assert_eq!(
+            index.get("app", "1.9.0").map(|e| &e.urls[0]),
+            Ok(&"app-1.9.0.tgz".to_string())
+        );
+        assert_eq!(
+            index.get("app", "").map(|e| e.version.as_str()),
+            Ok("1.10.0")
+        );
+        assert_eq!(
+            index.get("app", "^1.2").map(|e| e.version.as_str()),
+            Ok("1.10.0")
+        );
+        assert_eq!(
+            index.get("app", "~1.9").map(|e| e.version.as_str()),
+            Ok("1.9.0")
+        );
+        assert_eq!(
+            index.get("app", ">=2.0.0-0").map(|e| e.version.as_str()),
+            Ok("2.0.0-rc.1")
+        );
+        assert_eq!(
+            index.get("app", "2.0.0-rc.1").map(|e| e.version.as_str()),
+            Ok("2.0.0-rc.1")
+        );
         assert!(index.get("app", "3.0.0").is_err());
         assert!(index.get("app", "not-a-version").is_err());
-        assert!(index.get("other", "1.0.0").expect_err("missing").contains("not found"));
+        assert!(
+            index
+                .get("other", "1.0.0")
+                .expect_err("missing")
+                .contains("not found")
+        );
         assert!(index.get("empty", "").is_err());
     }
 
     #[test]
     fn broken_index_is_a_clear_error() {
         let err = Index::parse("https://r/index.yaml", b"entries: [unclosed").expect_err("broken");
-        assert!(err.to_string().starts_with("https://r/index.yaml: index cannot be parsed"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("https://r/index.yaml: index cannot be parsed"),
+            "{err}"
+        );
     }
 
     #[test]
     fn urls_normalise_as_landscaper() {
-        assert_eq!(normalize_url(" charts.example.com/ "), "https://charts.example.com");
-        assert_eq!(normalize_url("http://127.0.0.1:8080/"), "http://127.0.0.1:8080");
+        assert_eq!(
+            normalize_url(" charts.example.com/ "),
+            "https://charts.example.com"
+        );
+        assert_eq!(
+            normalize_url("http://127.0.0.1:8080/"),
+            "http://127.0.0.1:8080"
+        );
     }
 
     fn auth(url: &str, header: &str) -> HelmRepoAuth {
@@ -282,8 +330,14 @@ generated: "2024-01-01T00:00:00Z"
         });
         let none = BTreeMap::new();
         let got = |url: &str| auths.for_url(url, &none).expect("ok").authorization;
-        assert_eq!(got("https://charts.example.com/private/index.yaml").as_deref(), Some("Basic long"));
-        assert_eq!(got("https://charts.example.com/public/index.yaml").as_deref(), Some("Basic short"));
+        assert_eq!(
+            got("https://charts.example.com/private/index.yaml").as_deref(),
+            Some("Basic long")
+        );
+        assert_eq!(
+            got("https://charts.example.com/public/index.yaml").as_deref(),
+            Some("Basic short")
+        );
         assert_eq!(got("https://other.example.com/index.yaml"), None);
     }
 
@@ -303,7 +357,10 @@ generated: "2024-01-01T00:00:00Z"
         let err = auths
             .for_url("https://r.example.com/index.yaml", &secrets)
             .expect_err("missing secret");
-        assert!(err.to_string().contains("secret \"repo-auth\" not found"), "{err}");
+        assert!(
+            err.to_string().contains("secret \"repo-auth\" not found"),
+            "{err}"
+        );
         assert!(err.is_configuration_problem());
         secrets.insert(
             "repo-auth".to_string(),

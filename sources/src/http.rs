@@ -148,7 +148,10 @@ pub fn resolve_url(base: &str, reference: &str) -> Option<String> {
         };
         format!("{dir}{ref_path}")
     };
-    Some(format!("{origin}{}{ref_suffix}", remove_dot_segments(&merged)))
+    Some(format!(
+        "{origin}{}{ref_suffix}",
+        remove_dot_segments(&merged)
+    ))
 }
 
 fn remove_dot_segments(path: &str) -> String {
@@ -183,7 +186,10 @@ fn remove_dot_segments(path: &str) -> String {
 
 /// The real client.
 pub struct HyperTransport {
-    client: Client<hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>, Empty<Bytes>>,
+    client: Client<
+        hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+        Empty<Bytes>,
+    >,
     roots: rustls::RootCertStore,
 }
 
@@ -213,13 +219,18 @@ fn rustls_native_certs_load() -> Vec<rustls::pki_types::CertificateDer<'static>>
 
 fn build_client(
     roots: rustls::RootCertStore,
-) -> Client<hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>, Empty<Bytes>>
-{
+) -> Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Empty<Bytes>,
+> {
     let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
-    .map(|b| b.with_root_certificates(roots.clone()).with_no_client_auth())
+    .map(|b| {
+        b.with_root_certificates(roots.clone())
+            .with_no_client_auth()
+    })
     .unwrap_or_else(|_| {
         rustls::ClientConfig::builder_with_protocol_versions(rustls::DEFAULT_VERSIONS)
             .with_root_certificates(roots)

@@ -207,8 +207,12 @@ impl ChartSources {
                 limit: self.config.max_artifact_bytes,
             });
         }
-        archive::check_chart_archive(what, bytes, self.config.max_artifact_bytes.saturating_mul(4))
-            .map(|_| ())
+        archive::check_chart_archive(
+            what,
+            bytes,
+            self.config.max_artifact_bytes.saturating_mul(4),
+        )
+        .map(|_| ())
     }
 
     fn remember(&self, bytes: &[u8], keys: &[String]) -> String {
@@ -237,7 +241,12 @@ impl ChartSources {
     }
 
     /// The network error, or the cached chart when the error is retryable and the cache has it.
-    fn fallback(&self, err: SourceError, key: &str, source: &str) -> Result<FetchedChart, SourceError> {
+    fn fallback(
+        &self,
+        err: SourceError,
+        key: &str,
+        source: &str,
+    ) -> Result<FetchedChart, SourceError> {
         if err.is_retryable()
             && let Some(hit) = self.cached(key, source)
         {
@@ -258,7 +267,9 @@ impl ChartSources {
         }
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(compact.as_bytes())
-            .map_err(|e| SourceError::InvalidSpec(format!("{what}: unable to decode helm archive: {e}")))?;
+            .map_err(|e| {
+                SourceError::InvalidSpec(format!("{what}: unable to decode helm archive: {e}"))
+            })?;
         self.checked(what, &bytes)?;
         Ok(FetchedChart {
             digest: archive::sha256_digest(&bytes),
@@ -296,7 +307,12 @@ impl ChartSources {
         .await
         .map_err(|e| transport_error(what, e, timeout))?;
         if !(200..300).contains(&response.status) {
-            return Err(status_error(what, response.status, had_credentials, &response.body));
+            return Err(status_error(
+                what,
+                response.status,
+                had_credentials,
+                &response.body,
+            ));
         }
         Ok(response.body)
     }
@@ -345,14 +361,19 @@ impl ChartSources {
                 .get(&index_url, &index_url, auth.authorization, auth.ca_pem, ctx)
                 .await?;
             let index = Index::parse(&index_url, &index_bytes)?;
-            let entry = index.get(name, version).map_err(|detail| SourceError::NotFound {
-                what: repo_url.clone(),
-                detail,
-            })?;
+            let entry = index
+                .get(name, version)
+                .map_err(|detail| SourceError::NotFound {
+                    what: repo_url.clone(),
+                    detail,
+                })?;
             let Some(first) = entry.urls.first() else {
                 return Err(SourceError::NotFound {
                     what: repo_url.clone(),
-                    detail: format!("chart {name:?} version {:?} has no downloadable URLs", entry.version),
+                    detail: format!(
+                        "chart {name:?} version {:?} has no downloadable URLs",
+                        entry.version
+                    ),
                 });
             };
             let chart_url = http::resolve_url(&index_url, first).ok_or_else(|| {

@@ -26,15 +26,14 @@ fn local_err(what: &str, detail: impl Into<String>) -> SourceError {
 }
 
 /// Resolves `rel` (what follows `local://`) inside `manifests_dir`.
-pub fn resolve(
-    manifests_dir: &Path,
-    rel: &str,
-    max_bytes: u64,
-) -> Result<LocalChart, SourceError> {
+pub fn resolve(manifests_dir: &Path, rel: &str, max_bytes: u64) -> Result<LocalChart, SourceError> {
     let what = format!("local://{rel}");
     let rel_path = Path::new(rel);
     if rel.is_empty() || rel_path.is_absolute() {
-        return Err(local_err(&what, "must be a relative path inside the manifests folder"));
+        return Err(local_err(
+            &what,
+            "must be a relative path inside the manifests folder",
+        ));
     }
     if rel_path
         .components()
@@ -42,12 +41,20 @@ pub fn resolve(
     {
         return Err(local_err(&what, "must not contain '..' or a root"));
     }
-    let mut normal = rel_path.components().filter(|c| matches!(c, Component::Normal(_)));
+    let mut normal = rel_path
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)));
     if normal.next().map(|c| c.as_os_str()) != Some("charts".as_ref()) || normal.next().is_none() {
-        return Err(local_err(&what, "must name a chart under charts/ (local://charts/NAME)"));
+        return Err(local_err(
+            &what,
+            "must name a chart under charts/ (local://charts/NAME)",
+        ));
     }
     let root = fs::canonicalize(manifests_dir).map_err(|e| {
-        local_err(&what, format!("manifests folder {}: {e}", manifests_dir.display()))
+        local_err(
+            &what,
+            format!("manifests folder {}: {e}", manifests_dir.display()),
+        )
     })?;
     let joined = root.join(rel_path);
     let path = fs::canonicalize(&joined)
@@ -100,8 +107,8 @@ fn directory_digest(
             let path = entry.path();
             let meta = fs::symlink_metadata(&path).map_err(|e| local_err(what, e.to_string()))?;
             let target = if meta.file_type().is_symlink() {
-                let target = fs::canonicalize(&path)
-                    .map_err(|e| local_err(what, format!("{rel}: {e}")))?;
+                let target =
+                    fs::canonicalize(&path).map_err(|e| local_err(what, format!("{rel}: {e}")))?;
                 if !target.starts_with(root) {
                     return Err(local_err(
                         what,
@@ -150,7 +157,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let chart = dir.path().join("charts/app");
         fs::create_dir_all(chart.join("templates")).expect("mkdir");
-        fs::write(chart.join("Chart.yaml"), "apiVersion: v2\nname: app\nversion: 1.0.0\n").expect("w");
+        fs::write(
+            chart.join("Chart.yaml"),
+            "apiVersion: v2\nname: app\nversion: 1.0.0\n",
+        )
+        .expect("w");
         fs::write(chart.join("templates/cm.yaml"), "kind: ConfigMap\n").expect("w");
         fs::write(
             dir.path().join("charts/app.tgz"),
@@ -169,9 +180,14 @@ mod tests {
             panic!("a directory");
         };
         // The digest follows the content.
-        fs::write(dir.path().join("charts/app/templates/cm.yaml"), "kind: Secret\n").expect("w");
-        let LocalChart::Directory { digest: changed, .. } =
-            resolve(dir.path(), "charts/app", 1 << 20).expect("dir")
+        fs::write(
+            dir.path().join("charts/app/templates/cm.yaml"),
+            "kind: Secret\n",
+        )
+        .expect("w");
+        let LocalChart::Directory {
+            digest: changed, ..
+        } = resolve(dir.path(), "charts/app", 1 << 20).expect("dir")
         else {
             panic!("a directory");
         };
@@ -187,22 +203,39 @@ mod tests {
         let dir = folder();
         let outside = tempfile::tempdir().expect("outside");
         fs::write(outside.path().join("secret"), "x").expect("w");
-        for bad in ["../etc", "charts/../../x", "/etc/passwd", "", "other/app", "charts"] {
+        for bad in [
+            "../etc",
+            "charts/../../x",
+            "/etc/passwd",
+            "",
+            "other/app",
+            "charts",
+        ] {
             let err = resolve(dir.path(), bad, 1 << 20).expect_err(bad);
             assert!(matches!(err, SourceError::Local { .. }), "{bad}: {err}");
         }
         std::os::unix::fs::symlink(outside.path(), dir.path().join("charts/link")).expect("ln");
         let err = resolve(dir.path(), "charts/link", 1 << 20).expect_err("symlinked chart");
-        assert!(err.to_string().contains("outside the manifests folder"), "{err}");
+        assert!(
+            err.to_string().contains("outside the manifests folder"),
+            "{err}"
+        );
         std::os::unix::fs::symlink(
             outside.path().join("secret"),
             dir.path().join("charts/app/templates/leak.yaml"),
         )
         .expect("ln");
         let err = resolve(dir.path(), "charts/app", 1 << 20).expect_err("symlink inside chart");
-        assert!(err.to_string().contains("leak.yaml is a symlink leading outside"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("leak.yaml is a symlink leading outside"),
+            "{err}"
+        );
         let err = resolve(dir.path(), "charts/missing", 1 << 20).expect_err("missing");
-        assert!(err.to_string().starts_with("local://charts/missing: "), "{err}");
+        assert!(
+            err.to_string().starts_with("local://charts/missing: "),
+            "{err}"
+        );
     }
 
     #[test]

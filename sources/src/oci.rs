@@ -37,7 +37,8 @@ pub struct Reference {
 
 impl Reference {
     pub fn parse(text: &str) -> Result<Reference, SourceError> {
-        let invalid = |why: &str| SourceError::InvalidSpec(format!("OCI reference {text:?}: {why}"));
+        let invalid =
+            |why: &str| SourceError::InvalidSpec(format!("OCI reference {text:?}: {why}"));
         let rest = text.trim();
         let rest = rest.strip_prefix("oci://").unwrap_or(rest);
         if rest.is_empty() {
@@ -55,7 +56,9 @@ impl Reference {
         // A tag is after the last ':' that follows the last '/'.
         let last_slash = name.rfind('/');
         let (name, tag) = match name.rfind(':') {
-            Some(i) if last_slash.is_none_or(|s| i > s) => (&name[..i], Some(name[i + 1..].to_string())),
+            Some(i) if last_slash.is_none_or(|s| i > s) => {
+                (&name[..i], Some(name[i + 1..].to_string()))
+            }
             _ => (name, None),
         };
         if let Some(tag) = &tag
@@ -84,7 +87,9 @@ impl Reference {
             || !repository.split('/').all(|c| {
                 !c.is_empty()
                     && c.bytes().all(|b| {
-                        b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+                        b.is_ascii_lowercase()
+                            || b.is_ascii_digit()
+                            || matches!(b, b'.' | b'_' | b'-')
                     })
             })
         {
@@ -126,7 +131,12 @@ impl Reference {
     }
 
     fn base_url(&self) -> String {
-        format!("{}://{}/v2/{}", self.scheme(), self.api_host(), self.repository)
+        format!(
+            "{}://{}/v2/{}",
+            self.scheme(),
+            self.api_host(),
+            self.repository
+        )
     }
 }
 
@@ -220,7 +230,11 @@ fn docker_config_host(key: &str) -> String {
         .strip_prefix("https://")
         .or_else(|| key.strip_prefix("http://"))
         .unwrap_or(key);
-    let host = key.split('/').next().unwrap_or_default().to_ascii_lowercase();
+    let host = key
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
     match host.as_str() {
         "index.docker.io" | "registry-1.docker.io" | "registry.hub.docker.com" => {
             "docker.io".to_string()
@@ -288,7 +302,12 @@ trait ClassifyText {
 impl ClassifyText for serde_json::Error {
     /// The error's position, without echoing the (secret) input.
     fn classify_text(&self) -> String {
-        format!("{:?} error at line {} column {}", self.classify(), self.line(), self.column())
+        format!(
+            "{:?} error at line {} column {}",
+            self.classify(),
+            self.line(),
+            self.column()
+        )
     }
 }
 
@@ -402,7 +421,12 @@ pub(crate) fn transport_error(what: &str, err: TransportError, timeout: Duration
 }
 
 /// Turns a non-2xx status into the error Landscaper would report.
-pub(crate) fn status_error(what: &str, status: u16, had_credentials: bool, body: &[u8]) -> SourceError {
+pub(crate) fn status_error(
+    what: &str,
+    status: u16,
+    had_credentials: bool,
+    body: &[u8],
+) -> SourceError {
     match status {
         401 | 403 => SourceError::AuthRefused {
             what: what.to_string(),
@@ -503,10 +527,9 @@ impl<'a> RegistrySession<'a> {
             .and_then(parse_challenge);
         let authorization = match challenge {
             Some(c) if c.scheme == "bearer" => Some(self.bearer_token(what, &c).await?),
-            Some(c) if c.scheme == "basic" => match &self.credentials {
-                Some(creds) => Some(creds.header()),
-                None => None,
-            },
+            Some(c) if c.scheme == "basic" => {
+                self.credentials.as_ref().map(BasicCredentials::header)
+            }
             _ => None,
         };
         let Some(authorization) = authorization else {
@@ -571,8 +594,7 @@ impl<'a> RegistrySession<'a> {
     /// The manifest for `reference` (a tag or a digest), its digest verified when asked by
     /// digest.
     pub async fn manifest(&mut self, reference: &str) -> Result<FetchedManifest, SourceError> {
-        let what = format!("{}:{reference}", self.reference.name())
-            .replace(":sha256:", "@sha256:");
+        let what = format!("{}:{reference}", self.reference.name()).replace(":sha256:", "@sha256:");
         let url = format!("{}/manifests/{reference}", self.reference.base_url());
         let accept = format!("{OCI_MANIFEST_MEDIA_TYPE}, {DOCKER_MANIFEST_MEDIA_TYPE}");
         let response = self
@@ -658,7 +680,10 @@ fn query_escape(text: &str) -> String {
 }
 
 /// The chart layer of a Helm chart manifest.
-pub fn helm_chart_layer<'m>(what: &str, manifest: &'m Manifest) -> Result<&'m Descriptor, SourceError> {
+pub fn helm_chart_layer<'m>(
+    what: &str,
+    manifest: &'m Manifest,
+) -> Result<&'m Descriptor, SourceError> {
     if manifest.config.media_type != HELM_CONFIG_MEDIA_TYPE {
         return Err(SourceError::InvalidResponse {
             what: what.to_string(),
@@ -702,18 +727,33 @@ mod tests {
         assert_eq!(r.scheme(), "https");
         assert_eq!(r.to_string(), format!("eu.gcr.io/proj/app:1.0@{d}"));
         let r = Reference::parse("nginx:1").expect("docker hub");
-        assert_eq!((r.registry.as_str(), r.repository.as_str()), ("docker.io", "library/nginx"));
+        assert_eq!(
+            (r.registry.as_str(), r.repository.as_str()),
+            ("docker.io", "library/nginx")
+        );
         assert_eq!(r.api_host(), "registry-1.docker.io");
         let r = Reference::parse("localhost:5000/app@".to_string().as_str());
         assert!(r.is_err());
-        for bad in ["", "reg.io/app", "reg.io/App:1", "reg.io/app:", "reg.io/app@sha256:12"] {
+        for bad in [
+            "",
+            "reg.io/app",
+            "reg.io/App:1",
+            "reg.io/app:",
+            "reg.io/app@sha256:12",
+        ] {
             assert!(Reference::parse(bad).is_err(), "{bad:?} is rejected");
         }
     }
 
     #[test]
     fn loopback_hosts() {
-        for host in ["localhost", "localhost:5000", "127.0.0.1:1234", "127.8.9.1", "[::1]:5000"] {
+        for host in [
+            "localhost",
+            "localhost:5000",
+            "127.0.0.1:1234",
+            "127.8.9.1",
+            "[::1]:5000",
+        ] {
             assert!(is_loopback_host(host), "{host}");
         }
         for host in ["example.com", "10.0.0.1:5000", "localhost.example.com"] {
@@ -740,18 +780,31 @@ mod tests {
             },
             docker_secret(
                 "a",
-                &format!(r#"{{"auths":{{"https://index.docker.io/v1/":{{"auth":"{auth}"}},"reg.example.com:5000":{{"username":"u2","password":"p2"}}}}}}"#),
+                &format!(
+                    r#"{{"auths":{{"https://index.docker.io/v1/":{{"auth":"{auth}"}},"reg.example.com:5000":{{"username":"u2","password":"p2"}}}}}}"#
+                ),
             ),
         ];
-        let hub = registry_credentials(&secrets, "docker.io").expect("ok").expect("found");
-        assert_eq!((hub.username.as_str(), hub.password.as_str()), ("user", "p:ss"));
+        let hub = registry_credentials(&secrets, "docker.io")
+            .expect("ok")
+            .expect("found");
+        assert_eq!(
+            (hub.username.as_str(), hub.password.as_str()),
+            ("user", "p:ss")
+        );
         let other = registry_credentials(&secrets, "reg.example.com:5000")
             .expect("ok")
             .expect("found");
         assert_eq!(other.username, "u2");
-        assert_eq!(registry_credentials(&secrets, "reg.example.com").expect("ok"), None);
+        assert_eq!(
+            registry_credentials(&secrets, "reg.example.com").expect("ok"),
+            None
+        );
         assert!(!format!("{hub:?}").contains("p:ss"), "never printed");
-        let broken = vec![docker_secret("b", r#"{"auths": {"x": {"auth": "secret-value"#)];
+        let broken = vec![docker_secret(
+            "b",
+            r#"{"auths": {"x": {"auth": "secret-value"#,
+        )];
         let err = registry_credentials(&broken, "x").expect_err("broken json");
         assert!(!err.to_string().contains("secret-value"), "{err}");
     }

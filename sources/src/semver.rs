@@ -62,7 +62,7 @@ fn parse_parts(text: &str) -> Option<(Version, [Option<u64>; 3])> {
         parts[i] = Some(piece.parse().ok()?);
     }
     let pre = match pre {
-        Some(p) if p.is_empty() => return None,
+        Some("") => return None,
         Some(p) => p.split('.').map(str::to_string).collect(),
         None => Vec::new(),
     };
@@ -112,8 +112,8 @@ impl PartialOrd for Version {
 /// `[low, high)` bounds plus whether the comparator named a prerelease.
 #[derive(Debug, Clone)]
 struct Comparator {
-    low: Option<(Version, bool)>,   // (version, inclusive)
-    high: Option<(Version, bool)>,  // (version, inclusive)
+    low: Option<(Version, bool)>,    // (version, inclusive)
+    high: Option<(Version, bool)>,   // (version, inclusive)
     not: Option<(Version, Version)>, // != : excluded [low, high)
     allows_pre: bool,
 }
@@ -313,10 +313,17 @@ mod tests {
 
     #[test]
     fn versions_order_as_semver() {
-        let mut vs: Vec<Version> = ["1.0.0", "1.0.0-rc.1", "1.0.0-alpha", "0.9", "v2", "1.0.0-rc.10"]
-            .iter()
-            .map(|v| Version::parse(v).expect("parses"))
-            .collect();
+        let mut vs: Vec<Version> = [
+            "1.0.0",
+            "1.0.0-rc.1",
+            "1.0.0-alpha",
+            "0.9",
+            "v2",
+            "1.0.0-rc.10",
+        ]
+        .iter()
+        .map(|v| Version::parse(v).expect("parses"))
+        .collect();
         vs.sort();
         let shown: Vec<String> = vs
             .iter()
@@ -331,7 +338,14 @@ mod tests {
             .collect();
         assert_eq!(
             shown,
-            ["0.9.0", "1.0.0-alpha", "1.0.0-rc.1", "1.0.0-rc.10", "1.0.0", "2.0.0"]
+            [
+                "0.9.0",
+                "1.0.0-alpha",
+                "1.0.0-rc.1",
+                "1.0.0-rc.10",
+                "1.0.0",
+                "2.0.0"
+            ]
         );
         assert!(Version::parse("1.x").is_none());
         assert!(Version::is_exact("1.2.3-rc.1"));

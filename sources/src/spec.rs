@@ -209,7 +209,10 @@ mod tests {
         let parsed = spec(text);
         assert_eq!(parsed.reference, "example.com/charts/a:1.0.0");
         assert_eq!(
-            parsed.helm_chart_repo.as_ref().map(|r| r.helm_chart_name.as_str()),
+            parsed
+                .helm_chart_repo
+                .as_ref()
+                .map(|r| r.helm_chart_name.as_str()),
             Some("n")
         );
         let back = serde_json::to_string(&parsed).expect("serialises");
@@ -223,7 +226,9 @@ mod tests {
     fn archive_wins_then_ref_then_repo() {
         let s = spec(r#"{"ref":"r:1","archive":{"raw":"abc"}}"#);
         assert_eq!(s.source().ok(), Some(ChartSource::Raw("abc")));
-        let s = spec(r#"{"ref":"r:1","helmChartRepo":{"helmChartRepoUrl":"u","helmChartName":"n","helmChartVersion":"1"}}"#);
+        let s = spec(
+            r#"{"ref":"r:1","helmChartRepo":{"helmChartRepoUrl":"u","helmChartName":"n","helmChartVersion":"1"}}"#,
+        );
         assert_eq!(s.source().ok(), Some(ChartSource::Oci("r:1")));
         let s = spec(r#"{"ref":"local://charts/app"}"#);
         assert_eq!(s.source().ok(), Some(ChartSource::Local("charts/app")));
@@ -245,7 +250,10 @@ mod tests {
         let err = spec(r#"{"archive":{"remote":{}}}"#)
             .source()
             .expect_err("remote without url");
-        assert!(err.to_string().contains("chart.archive.remote.url"), "{err}");
+        assert!(
+            err.to_string().contains("chart.archive.remote.url"),
+            "{err}"
+        );
         let err = spec(r#"{"helmChartRepo":{"helmChartRepoUrl":"u","helmChartName":"n"}}"#)
             .source()
             .expect_err("repo without version");

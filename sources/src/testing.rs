@@ -37,7 +37,8 @@ impl Route {
     }
 
     pub fn with_header(mut self, name: &str, value: &str) -> Route {
-        self.headers.push((name.to_ascii_lowercase(), value.to_string()));
+        self.headers
+            .push((name.to_ascii_lowercase(), value.to_string()));
         self
     }
 
@@ -119,8 +120,14 @@ impl MemoryTransport {
             &format!("{v2}/manifests/{manifest_digest}"),
             Route::ok(manifest),
         );
-        self.route(&format!("{v2}/blobs/{config_digest}"), Route::ok(config.to_vec()));
-        self.route(&format!("{v2}/blobs/{layer_digest}"), Route::ok(chart.to_vec()));
+        self.route(
+            &format!("{v2}/blobs/{config_digest}"),
+            Route::ok(config.to_vec()),
+        );
+        self.route(
+            &format!("{v2}/blobs/{layer_digest}"),
+            Route::ok(chart.to_vec()),
+        );
         (manifest_digest, layer_digest)
     }
 

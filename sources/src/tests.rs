@@ -55,21 +55,30 @@ async fn raw_archives() {
     let raw = base64::engine::general_purpose::STANDARD.encode(&tgz);
     let got = f
         .sources
-        .fetch(&spec(serde_json::json!({"archive": {"raw": raw}})), &FetchContext::default())
+        .fetch(
+            &spec(serde_json::json!({"archive": {"raw": raw}})),
+            &FetchContext::default(),
+        )
         .await
         .expect("raw chart");
     assert_eq!(bytes_of(&got), tgz.as_slice());
     assert_eq!(got.digest, archive::sha256_digest(&tgz));
     let err = f
         .sources
-        .fetch(&spec(serde_json::json!({"archive": {"raw": "!!!"}})), &FetchContext::default())
+        .fetch(
+            &spec(serde_json::json!({"archive": {"raw": "!!!"}})),
+            &FetchContext::default(),
+        )
         .await
         .expect_err("bad base64");
     assert!(err.is_configuration_problem(), "{err}");
     let not_a_chart = base64::engine::general_purpose::STANDARD.encode(b"plain text");
     let err = f
         .sources
-        .fetch(&spec(serde_json::json!({"archive": {"raw": not_a_chart}})), &FetchContext::default())
+        .fetch(
+            &spec(serde_json::json!({"archive": {"raw": not_a_chart}})),
+            &FetchContext::default(),
+        )
         .await
         .expect_err("corrupt");
     assert!(matches!(err, SourceError::CorruptArchive { .. }), "{err}");
@@ -79,7 +88,8 @@ async fn raw_archives() {
 async fn oci_by_tag_and_digest_then_from_the_cache() {
     let f = fixture();
     let tgz = chart("app", "1.0.0");
-    let (manifest_digest, layer_digest) = f.transport.put_helm_chart(REG, "charts/app", "1.0.0", &tgz);
+    let (manifest_digest, layer_digest) =
+        f.transport.put_helm_chart(REG, "charts/app", "1.0.0", &tgz);
     let ctx = FetchContext::default();
     let by_tag = f
         .sources
@@ -94,12 +104,21 @@ async fn oci_by_tag_and_digest_then_from_the_cache() {
     f.transport.clear_requests();
     let by_digest = f
         .sources
-        .fetch(&oci(&format!("oci://reg.example.com/charts/app@{manifest_digest}")), &ctx)
+        .fetch(
+            &oci(&format!(
+                "oci://reg.example.com/charts/app@{manifest_digest}"
+            )),
+            &ctx,
+        )
         .await
         .expect("by digest");
     assert_eq!(bytes_of(&by_digest), tgz.as_slice());
     assert!(by_digest.origin.from_cache);
-    assert!(f.transport.requests().is_empty(), "{:?}", f.transport.requests());
+    assert!(
+        f.transport.requests().is_empty(),
+        "{:?}",
+        f.transport.requests()
+    );
 
     // The registry is down: the tag is served from the cache.
     f.transport.set_unreachable(true);
@@ -117,7 +136,10 @@ async fn oci_by_tag_and_digest_then_from_the_cache() {
         .await
         .expect_err("unreachable");
     assert!(err.is_retryable(), "{err}");
-    assert!(err.to_string().contains("reg.example.com/charts/app:2.0.0"), "{err}");
+    assert!(
+        err.to_string().contains("reg.example.com/charts/app:2.0.0"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -136,7 +158,10 @@ async fn a_known_layer_is_not_downloaded_again() {
         .await
         .expect("second");
     let urls: Vec<String> = f.transport.requests().into_iter().map(|(u, _)| u).collect();
-    assert!(urls.iter().any(|u| u.contains("/manifests/1.0.0")), "tag re-resolved: {urls:?}");
+    assert!(
+        urls.iter().any(|u| u.contains("/manifests/1.0.0")),
+        "tag re-resolved: {urls:?}"
+    );
     assert!(!urls.iter().any(|u| u.contains(&layer_digest)), "{urls:?}");
 }
 
@@ -150,8 +175,10 @@ async fn oci_not_found_is_fatal_even_with_a_cached_copy() {
         .fetch(&oci("reg.example.com/charts/app:1.0.0"), &ctx)
         .await
         .expect("first");
-    f.transport
-        .route(&format!("{REG}/v2/charts/app/manifests/1.0.0"), Route::status(404));
+    f.transport.route(
+        &format!("{REG}/v2/charts/app/manifests/1.0.0"),
+        Route::status(404),
+    );
     let err = f
         .sources
         .fetch(&oci("reg.example.com/charts/app:1.0.0"), &ctx)
@@ -170,14 +197,22 @@ async fn oci_not_found_is_fatal_even_with_a_cached_copy() {
 #[tokio::test]
 async fn server_errors_may_pass() {
     let f = fixture();
-    f.transport
-        .route(&format!("{REG}/v2/charts/app/manifests/1.0.0"), Route::status(503));
+    f.transport.route(
+        &format!("{REG}/v2/charts/app/manifests/1.0.0"),
+        Route::status(503),
+    );
     let err = f
         .sources
-        .fetch(&oci("reg.example.com/charts/app:1.0.0"), &FetchContext::default())
+        .fetch(
+            &oci("reg.example.com/charts/app:1.0.0"),
+            &FetchContext::default(),
+        )
         .await
         .expect_err("503");
-    assert!(matches!(err, SourceError::ServerError { status: 503, .. }), "{err}");
+    assert!(
+        matches!(err, SourceError::ServerError { status: 503, .. }),
+        "{err}"
+    );
     assert!(err.is_retryable());
 }
 
@@ -185,7 +220,8 @@ async fn server_errors_may_pass() {
 async fn tampered_blobs_and_manifests_are_refused() {
     let f = fixture();
     let tgz = chart("app", "1.0.0");
-    let (manifest_digest, layer_digest) = f.transport.put_helm_chart(REG, "charts/app", "1.0.0", &tgz);
+    let (manifest_digest, layer_digest) =
+        f.transport.put_helm_chart(REG, "charts/app", "1.0.0", &tgz);
     f.transport.route(
         &format!("{REG}/v2/charts/app/blobs/{layer_digest}"),
         Route::ok(chart("evil", "6.6.6")),
@@ -204,7 +240,10 @@ async fn tampered_blobs_and_manifests_are_refused() {
     );
     let err = f
         .sources
-        .fetch(&oci(&format!("reg.example.com/charts/app@{manifest_digest}")), &ctx)
+        .fetch(
+            &oci(&format!("reg.example.com/charts/app@{manifest_digest}")),
+            &ctx,
+        )
         .await
         .expect_err("tampered manifest");
     assert!(matches!(err, SourceError::DigestMismatch { .. }), "{err}");
@@ -225,18 +264,25 @@ async fn oversized_and_corrupt_artifacts() {
         .fetch(&oci("reg.example.com/charts/app:1.0.0"), &ctx)
         .await
         .expect_err("too large");
-    assert!(matches!(err, SourceError::TooLarge { limit: 64, .. }), "{err}");
+    assert!(
+        matches!(err, SourceError::TooLarge { limit: 64, .. }),
+        "{err}"
+    );
     assert!(!err.is_retryable());
 
     let f = fixture();
-    f.transport.put_helm_chart(REG, "charts/bad", "1.0.0", b"\x1f\x8bnot really gzip");
+    f.transport
+        .put_helm_chart(REG, "charts/bad", "1.0.0", b"\x1f\x8bnot really gzip");
     let err = f
         .sources
         .fetch(&oci("reg.example.com/charts/bad:1.0.0"), &ctx)
         .await
         .expect_err("corrupt");
     assert!(matches!(err, SourceError::CorruptArchive { .. }), "{err}");
-    assert!(err.to_string().contains("reg.example.com/charts/bad:1.0.0"), "{err}");
+    assert!(
+        err.to_string().contains("reg.example.com/charts/bad:1.0.0"),
+        "{err}"
+    );
 }
 
 fn docker_secret(host: &str, user: &str, password: &str) -> SecretData {
@@ -258,7 +304,8 @@ async fn bearer_token_flow_with_pull_secret_credentials() {
     let tgz = chart("app", "1.0.0");
     f.transport.put_helm_chart(REG, "charts/app", "1.0.0", &tgz);
     let challenge = r#"Bearer realm="https://auth.example.com/token",service="reg.example.com",scope="repository:charts/app:pull""#;
-    f.transport.protect(&format!("{REG}/v2/"), "Bearer tok-123", challenge);
+    f.transport
+        .protect(&format!("{REG}/v2/"), "Bearer tok-123", challenge);
     let basic = format!(
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode("robot:s3cret")
@@ -270,10 +317,22 @@ async fn bearer_token_flow_with_pull_secret_credentials() {
     // Without credentials: the token service refuses.
     let err = f
         .sources
-        .fetch(&oci("reg.example.com/charts/app:1.0.0"), &FetchContext::default())
+        .fetch(
+            &oci("reg.example.com/charts/app:1.0.0"),
+            &FetchContext::default(),
+        )
         .await
         .expect_err("anonymous refused");
-    assert!(matches!(err, SourceError::AuthRefused { had_credentials: false, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            SourceError::AuthRefused {
+                had_credentials: false,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(!err.is_retryable());
     // With the pull secret.
     let ctx = FetchContext {
@@ -292,8 +351,10 @@ async fn bearer_token_flow_with_pull_secret_credentials() {
         ..FetchContext::default()
     };
     let f2 = fixture();
-    f2.transport.put_helm_chart(REG, "charts/app", "1.0.0", &tgz);
-    f2.transport.protect(&format!("{REG}/v2/"), "Bearer tok-123", challenge);
+    f2.transport
+        .put_helm_chart(REG, "charts/app", "1.0.0", &tgz);
+    f2.transport
+        .protect(&format!("{REG}/v2/"), "Bearer tok-123", challenge);
     f2.transport.route(
         "https://auth.example.com/token?service=reg.example.com&scope=repository%3Acharts%2Fapp%3Apull",
         Route::ok(br#"{"token":"tok-123"}"#.to_vec()).requiring(&basic, r#"Basic realm="auth""#),
@@ -303,7 +364,16 @@ async fn bearer_token_flow_with_pull_secret_credentials() {
         .fetch(&oci("reg.example.com/charts/app:1.0.0"), &ctx)
         .await
         .expect_err("wrong password");
-    assert!(matches!(err, SourceError::AuthRefused { had_credentials: true, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            SourceError::AuthRefused {
+                had_credentials: true,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(!err.to_string().contains("wrong"), "{err}");
 }
 
@@ -316,7 +386,8 @@ async fn basic_auth_registry() {
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode("u:p")
     );
-    f.transport.protect(&format!("{REG}/v2/"), &basic, r#"Basic realm="Registry""#);
+    f.transport
+        .protect(&format!("{REG}/v2/"), &basic, r#"Basic realm="Registry""#);
     let ctx = FetchContext {
         pull_secrets: vec![docker_secret("https://reg.example.com", "u", "p")],
         ..FetchContext::default()
@@ -382,11 +453,28 @@ async fn helm_repository_with_auth_header_versions_and_cache() {
         .fetch(&repo_spec("1.1.0"), &FetchContext::default())
         .await
         .expect_err("refused");
-    assert!(matches!(err, SourceError::AuthRefused { had_credentials: false, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            SourceError::AuthRefused {
+                had_credentials: false,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(!err.is_retryable());
-    let got = f.sources.fetch(&repo_spec("1.1.0"), &ctx).await.expect("exact");
+    let got = f
+        .sources
+        .fetch(&repo_spec("1.1.0"), &ctx)
+        .await
+        .expect("exact");
     assert_eq!(bytes_of(&got), v11.as_slice());
-    let got = f.sources.fetch(&repo_spec("~1.0"), &ctx).await.expect("range");
+    let got = f
+        .sources
+        .fetch(&repo_spec("~1.0"), &ctx)
+        .await
+        .expect("range");
     assert_eq!(bytes_of(&got), v1.as_slice());
     // The CDN is outside the credential's prefix: no header sent there.
     let cdn = f
@@ -409,10 +497,18 @@ async fn helm_repository_with_auth_header_versions_and_cache() {
     // when the repository is down.
     f.transport.clear_requests();
     f.transport.set_unreachable(true);
-    let got = f.sources.fetch(&repo_spec("1.1.0"), &ctx).await.expect("cached exact");
+    let got = f
+        .sources
+        .fetch(&repo_spec("1.1.0"), &ctx)
+        .await
+        .expect("cached exact");
     assert!(got.origin.from_cache);
     assert!(f.transport.requests().is_empty());
-    let got = f.sources.fetch(&repo_spec("~1.0"), &ctx).await.expect("cached range");
+    let got = f
+        .sources
+        .fetch(&repo_spec("~1.0"), &ctx)
+        .await
+        .expect("cached range");
     assert!(got.origin.from_cache);
     assert_eq!(bytes_of(&got), v1.as_slice());
 }
@@ -428,7 +524,8 @@ async fn helm_repository_missing_chart_or_version_is_not_found() {
         .expect_err("missing version");
     assert!(matches!(err, SourceError::NotFound { .. }), "{err}");
     assert!(err.to_string().contains("\"9.9.9\""), "{err}");
-    f.transport.route(&format!("{REPO}/index.yaml"), Route::ok("entries: [broken"));
+    f.transport
+        .route(&format!("{REPO}/index.yaml"), Route::ok("entries: [broken"));
     let err = f
         .sources
         .fetch(&repo_spec("1.0.0"), &FetchContext::default())
@@ -453,7 +550,11 @@ async fn helm_repository_secret_ref() {
             data: [("authHeader".to_string(), header.as_bytes().to_vec())].into(),
         },
     );
-    let got = f.sources.fetch(&repo_spec("1.1.0"), &ctx).await.expect("secretRef");
+    let got = f
+        .sources
+        .fetch(&repo_spec("1.1.0"), &ctx)
+        .await
+        .expect("secretRef");
     assert_eq!(bytes_of(&got), v11.as_slice());
 }
 
@@ -465,9 +566,13 @@ async fn remote_urls_and_redirects() {
         "https://files.example.com/app.tgz",
         Route::status(302).with_header("location", "/blobs/app-1.0.0.tgz"),
     );
-    f.transport
-        .route("https://files.example.com/blobs/app-1.0.0.tgz", Route::ok(tgz.clone()));
-    let url_spec = spec(serde_json::json!({"archive": {"remote": {"url": "https://files.example.com/app.tgz"}}}));
+    f.transport.route(
+        "https://files.example.com/blobs/app-1.0.0.tgz",
+        Route::ok(tgz.clone()),
+    );
+    let url_spec = spec(
+        serde_json::json!({"archive": {"remote": {"url": "https://files.example.com/app.tgz"}}}),
+    );
     let got = f
         .sources
         .fetch(&url_spec, &FetchContext::default())
@@ -481,14 +586,20 @@ async fn remote_urls_and_redirects() {
         .await
         .expect("from cache");
     assert!(got.origin.from_cache);
-    let missing = spec(serde_json::json!({"archive": {"remote": {"url": "https://files.example.com/none.tgz"}}}));
+    let missing = spec(
+        serde_json::json!({"archive": {"remote": {"url": "https://files.example.com/none.tgz"}}}),
+    );
     let err = f
         .sources
         .fetch(&missing, &FetchContext::default())
         .await
         .expect_err("unreachable, not cached");
     assert!(err.is_retryable(), "{err}");
-    assert!(err.to_string().contains("https://files.example.com/none.tgz"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("https://files.example.com/none.tgz"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -512,7 +623,11 @@ async fn local_charts_and_unsupported_sources() {
     let f = fixture();
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(dir.path().join("charts/app")).expect("mkdir");
-    std::fs::write(dir.path().join("charts/app/Chart.yaml"), "name: app\nversion: 1.0.0\n").expect("w");
+    std::fs::write(
+        dir.path().join("charts/app/Chart.yaml"),
+        "name: app\nversion: 1.0.0\n",
+    )
+    .expect("w");
     let ctx = FetchContext {
         manifests_dir: Some(dir.path().to_path_buf()),
         ..FetchContext::default()

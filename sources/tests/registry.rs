@@ -72,7 +72,10 @@ impl Registry {
         let registry = Registry { child, port };
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "docker-registry did not listen on {port}");
+            assert!(
+                Instant::now() < deadline,
+                "docker-registry did not listen on {port}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         registry
@@ -131,7 +134,12 @@ fn package_chart(helm: &Path, work: &Path, name: &str, version: &str) -> PathBuf
     run(
         helm,
         work,
-        &["package", dir.to_str().expect("utf-8"), "-d", out.to_str().expect("utf-8")],
+        &[
+            "package",
+            dir.to_str().expect("utf-8"),
+            "-d",
+            out.to_str().expect("utf-8"),
+        ],
     );
     out.join(format!("{name}-{version}.tgz"))
 }
@@ -209,7 +217,10 @@ async fn oci_registry_push_pull_cache() {
     // By tag, into another cache.
     let cache_b = work.path().join("cache-b");
     let got = sources(&cache_b, 1 << 26)
-        .fetch(&oci(&format!("oci://127.0.0.1:{port}/charts/app:0.1.0")), &ctx)
+        .fetch(
+            &oci(&format!("oci://127.0.0.1:{port}/charts/app:0.1.0")),
+            &ctx,
+        )
         .await
         .expect("pull by tag");
     assert_eq!(bytes(&got), tgz.as_slice());
@@ -228,7 +239,10 @@ async fn oci_registry_push_pull_cache() {
         .fetch(&oci(&format!("127.0.0.1:{port}/charts/app:0.1.0")), &ctx)
         .await
         .expect_err("too large");
-    assert!(matches!(err, SourceError::TooLarge { limit: 100, .. }), "{err}");
+    assert!(
+        matches!(err, SourceError::TooLarge { limit: 100, .. }),
+        "{err}"
+    );
 
     // The registry stops; after a "restart" (a new ChartSources on the same cache folder) the
     // tag and the digest are served from the cache.
@@ -268,7 +282,10 @@ async fn oci_registry_push_pull_cache() {
     std::fs::write(&blob, &tampered).expect("tamper");
     let registry2 = Registry::start(&storage, work.path());
     let err = sources(&work.path().join("cache-c"), 1 << 26)
-        .fetch(&oci(&format!("127.0.0.1:{}/charts/app:0.1.0", registry2.port)), &ctx)
+        .fetch(
+            &oci(&format!("127.0.0.1:{}/charts/app:0.1.0", registry2.port)),
+            &ctx,
+        )
         .await
         .expect_err("tampered blob");
     assert!(matches!(err, SourceError::DigestMismatch { .. }), "{err}");
@@ -318,8 +335,16 @@ async fn helm_repository_with_basic_auth() {
     let tgz = std::fs::read(&tgz_path).expect("packaged chart");
     let repo = work.path().join("packages");
     // A corrupt archive listed in the index too.
-    std::fs::write(repo.join("broken-0.1.0.tgz"), b"\x1f\x8b\x08 this is not a chart").expect("w");
-    run(&helm, work.path(), &["repo", "index", repo.to_str().expect("utf-8")]);
+    std::fs::write(
+        repo.join("broken-0.1.0.tgz"),
+        b"\x1f\x8b\x08 this is not a chart",
+    )
+    .expect("w");
+    run(
+        &helm,
+        work.path(),
+        &["repo", "index", repo.to_str().expect("utf-8")],
+    );
     let mut index = std::fs::read_to_string(repo.join("index.yaml")).expect("index");
     index = index.replacen(
         "entries:\n",

@@ -57,6 +57,9 @@ pub enum SourceError {
     /// Credentials in the Context or the pull secrets are unusable (never shows their value).
     #[error("credentials for {what}: {detail}")]
     Credentials { what: String, detail: String },
+    /// TLS: an untrusted server certificate or an unusable custom CA (`customCAData`).
+    #[error("{what}: TLS: {detail}")]
+    Tls { what: String, detail: String },
     /// `local://` charts: outside the manifests folder, missing, unreadable.
     #[error("{what}: {detail}")]
     Local { what: String, detail: String },
@@ -81,6 +84,7 @@ impl SourceError {
                 | SourceError::FromResourceUnsupported
                 | SourceError::ResourceRefUnsupported
                 | SourceError::Credentials { .. }
+                | SourceError::Tls { .. }
         )
     }
 }

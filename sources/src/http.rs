@@ -282,10 +282,16 @@ impl HttpTransport for HyperTransport {
                 .body(Empty::<Bytes>::new())
                 .map_err(|e| TransportError::InvalidUrl(e.to_string()))?;
             let work = async {
-                let response = client
-                    .request(req)
-                    .await
-                    .map_err(|e| TransportError::Unreachable(error_chain(&e)))?;
+                let response = client.request(req).await.map_err(|e| {
+                    let chain = error_chain(&e);
+                    // A certificate the client does not trust is a configuration problem
+                    // (customCAData), not an outage.
+                    if chain.contains("invalid peer certificate") {
+                        TransportError::Tls(chain)
+                    } else {
+                        TransportError::Unreachable(chain)
+                    }
+                })?;
                 let status = response.status().as_u16();
                 let headers: Vec<(String, String)> = response
                     .headers()

@@ -413,7 +413,7 @@ pub(crate) fn transport_error(what: &str, err: TransportError, timeout: Duration
             limit,
         },
         TransportError::InvalidUrl(detail) => SourceError::InvalidSpec(format!("{what}: {detail}")),
-        TransportError::Tls(detail) => SourceError::Credentials {
+        TransportError::Tls(detail) => SourceError::Tls {
             what: what.to_string(),
             detail,
         },

@@ -82,7 +82,11 @@ pub struct HelmRepoAuth {
     pub url: String,
     /// A PEM CA certificate (Landscaper documents it as "PEM format and base64 encoded";
     /// both plain and base64 PEM are accepted).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        rename = "customCAData",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub custom_ca_data: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub auth_header: String,
@@ -258,6 +262,15 @@ mod tests {
             .source()
             .expect_err("repo without version");
         assert!(err.to_string().contains("helmChartVersion"), "{err}");
+    }
+
+    #[test]
+    fn credential_field_names_as_landscaper() {
+        let text = r#"{"auths":[{"url":"https://r","customCAData":"PEM","authHeader":"Basic x","secretRef":{"name":"s","key":"k"}}]}"#;
+        let parsed: HelmChartRepoCredentials = serde_json::from_str(text).expect("parses");
+        assert_eq!(parsed.auths[0].custom_ca_data, "PEM");
+        let back = serde_json::to_value(&parsed).expect("serialises");
+        assert_eq!(Some(back), serde_json::from_str::<Value>(text).ok());
     }
 
     #[test]

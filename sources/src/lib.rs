@@ -170,7 +170,7 @@ impl ChartSources {
         ctx: &FetchContext,
     ) -> Result<FetchedChart, SourceError> {
         match spec.source()? {
-            ChartSource::Raw(raw) => self.fetch_raw(raw),
+            ChartSource::Raw(raw) => self.fetch_raw(raw).await,
             ChartSource::Url(url) => self.fetch_url(url, ctx).await,
             ChartSource::HelmRepo(repo) => {
                 self.fetch_helm_repo(
@@ -182,7 +182,7 @@ impl ChartSources {
                 .await
             }
             ChartSource::Oci(reference) => self.fetch_oci(reference, ctx).await,
-            ChartSource::Local(rel) => self.fetch_local(rel, ctx),
+            ChartSource::Local(rel) => self.fetch_local(rel, ctx).await,
         }
     }
 
@@ -200,36 +200,57 @@ impl ChartSources {
         Ok(left.min(self.config.request_timeout))
     }
 
-    fn checked(&self, what: &str, bytes: &[u8]) -> Result<(), SourceError> {
+    /// Size and archive check, off the async workers (unpacking may take a while).
+    async fn checked(&self, what: &str, bytes: Vec<u8>) -> Result<Vec<u8>, SourceError> {
         if bytes.len() as u64 > self.config.max_artifact_bytes {
             return Err(SourceError::TooLarge {
                 what: what.to_string(),
                 limit: self.config.max_artifact_bytes,
             });
         }
-        archive::check_chart_archive(
-            what,
-            bytes,
-            self.config.max_artifact_bytes.saturating_mul(4),
-        )
-        .map(|_| ())
+        let max_unpacked = self.config.max_artifact_bytes.saturating_mul(4);
+        let what_owned = what.to_string();
+        blocking(move || {
+            archive::check_chart_archive(&what_owned, &bytes, max_unpacked).map(|_| bytes)
+        })
+        .await
+        .unwrap_or_else(|| {
+            Err(SourceError::InvalidResponse {
+                what: what.to_string(),
+                detail: "the archive check was interrupted".into(),
+            })
+        })
     }
 
-    fn remember(&self, bytes: &[u8], keys: &[String]) -> String {
-        match &self.cache {
-            Some(cache) => match cache.put_with_keys(bytes, keys) {
-                Ok(digest) => digest,
-                Err(e) => {
-                    tracing::warn!(error = %e, "chart cache: not stored");
-                    archive::sha256_digest(bytes)
-                }
-            },
-            None => archive::sha256_digest(bytes),
+    /// Stores the bytes in the cache under `keys`; returns their digest and the bytes.
+    async fn remember(&self, bytes: Vec<u8>, keys: Vec<String>) -> (String, Vec<u8>) {
+        let Some(cache) = self.cache.clone() else {
+            return (archive::sha256_digest(&bytes), bytes);
+        };
+        let shared = Arc::new(bytes);
+        let for_cache = shared.clone();
+        let stored = blocking(move || cache.put_with_keys(&for_cache, &keys)).await;
+        let bytes = Arc::try_unwrap(shared).unwrap_or_else(|shared| (*shared).clone());
+        match stored {
+            Some(Ok(digest)) => (digest, bytes),
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "chart cache: not stored");
+                (archive::sha256_digest(&bytes), bytes)
+            }
+            None => (archive::sha256_digest(&bytes), bytes),
         }
     }
 
-    fn cached(&self, key: &str, source: &str) -> Option<FetchedChart> {
-        let (digest, bytes) = self.cache.as_ref()?.get_by_key(key)?;
+    async fn cached_blob(&self, digest: &str) -> Option<Vec<u8>> {
+        let cache = self.cache.clone()?;
+        let digest = digest.to_string();
+        blocking(move || cache.get_blob(&digest)).await.flatten()
+    }
+
+    async fn cached(&self, key: &str, source: &str) -> Option<FetchedChart> {
+        let cache = self.cache.clone()?;
+        let key = key.to_string();
+        let (digest, bytes) = blocking(move || cache.get_by_key(&key)).await.flatten()?;
         Some(FetchedChart {
             content: ChartContent::Archive(bytes),
             digest,
@@ -241,14 +262,14 @@ impl ChartSources {
     }
 
     /// The network error, or the cached chart when the error is retryable and the cache has it.
-    fn fallback(
+    async fn fallback(
         &self,
         err: SourceError,
         key: &str,
         source: &str,
     ) -> Result<FetchedChart, SourceError> {
         if err.is_retryable()
-            && let Some(hit) = self.cached(key, source)
+            && let Some(hit) = self.cached(key, source).await
         {
             tracing::warn!(source, error = %err, "chart source unavailable; serving the cached chart");
             return Ok(hit);
@@ -256,7 +277,7 @@ impl ChartSources {
         Err(err)
     }
 
-    fn fetch_raw(&self, raw: &str) -> Result<FetchedChart, SourceError> {
+    async fn fetch_raw(&self, raw: &str) -> Result<FetchedChart, SourceError> {
         let what = "chart.archive.raw";
         let compact: String = raw.split_whitespace().collect();
         if compact.len() as u64 / 4 * 3 > self.config.max_artifact_bytes {
@@ -270,7 +291,7 @@ impl ChartSources {
             .map_err(|e| {
                 SourceError::InvalidSpec(format!("{what}: unable to decode helm archive: {e}"))
             })?;
-        self.checked(what, &bytes)?;
+        let bytes = self.checked(what, bytes).await?;
         Ok(FetchedChart {
             digest: archive::sha256_digest(&bytes),
             content: ChartContent::Archive(bytes),
@@ -322,20 +343,22 @@ impl ChartSources {
         let source = format!("chart.archive.remote.url {url}");
         let result = async {
             let bytes = self.get(url, url, None, None, ctx).await?;
-            self.checked(url, &bytes)?;
-            Ok(bytes)
+            self.checked(url, bytes).await
         }
         .await;
         match result {
-            Ok(bytes) => Ok(FetchedChart {
-                digest: self.remember(&bytes, &[key]),
-                content: ChartContent::Archive(bytes),
-                origin: Origin {
-                    source,
-                    from_cache: false,
-                },
-            }),
-            Err(err) => self.fallback(err, &key, &source),
+            Ok(bytes) => {
+                let (digest, bytes) = self.remember(bytes, vec![key]).await;
+                Ok(FetchedChart {
+                    digest,
+                    content: ChartContent::Archive(bytes),
+                    origin: Origin {
+                        source,
+                        from_cache: false,
+                    },
+                })
+            }
+            Err(err) => self.fallback(err, &key, &source).await,
         }
     }
 
@@ -350,7 +373,7 @@ impl ChartSources {
         let key = format!("helmrepo:{repo_url}|{name}|{version}");
         let source = format!("helm repository {repo_url} (chart {name} version {version})");
         let exact = semver::Version::is_exact(version);
-        if exact && let Some(hit) = self.cached(&key, &source) {
+        if exact && let Some(hit) = self.cached(&key, &source).await {
             return Ok(hit);
         }
         let auths = RepoAuths::new(spec::helm_repo_credentials(&ctx.configurations)?);
@@ -386,16 +409,19 @@ impl ChartSources {
             let bytes = self
                 .get(&chart_url, &chart_url, auth.authorization, auth.ca_pem, ctx)
                 .await?;
-            self.checked(&chart_url, &bytes)?;
+            let bytes = self.checked(&chart_url, bytes).await?;
             Ok((bytes, entry.version.clone()))
         }
         .await;
         match result {
             Ok((bytes, resolved)) => {
-                let mut keys = vec![key];
-                keys.push(format!("helmrepo:{repo_url}|{name}|{resolved}"));
+                let keys = vec![
+                    key.clone(),
+                    format!("helmrepo:{repo_url}|{name}|{resolved}"),
+                ];
+                let (digest, bytes) = self.remember(bytes, keys).await;
                 Ok(FetchedChart {
-                    digest: self.remember(&bytes, &keys),
+                    digest,
                     content: ChartContent::Archive(bytes),
                     origin: Origin {
                         source,
@@ -403,7 +429,7 @@ impl ChartSources {
                     },
                 })
             }
-            Err(err) => self.fallback(err, &key, &source),
+            Err(err) => self.fallback(err, &key, &source).await,
         }
     }
 
@@ -414,7 +440,7 @@ impl ChartSources {
         let digest_key = reference.digest.as_ref().map(|d| format!("oci:{name}@{d}"));
         let tag_key = reference.tag.as_ref().map(|t| format!("oci:{name}:{t}"));
         if let Some(key) = &digest_key
-            && let Some(hit) = self.cached(key, &source)
+            && let Some(hit) = self.cached(key, &source).await
         {
             return Ok(hit);
         }
@@ -437,13 +463,11 @@ impl ChartSources {
                 .unwrap_or_default();
             let manifest = session.manifest(&wanted).await?;
             let layer = oci::helm_chart_layer(&source, &manifest.manifest)?.clone();
-            let cached_layer = self.cache.as_ref().and_then(|c| c.get_blob(&layer.digest));
-            let bytes = match cached_layer {
+            let bytes = match self.cached_blob(&layer.digest).await {
                 Some(bytes) => bytes,
                 None => {
                     let bytes = session.blob(&layer).await?;
-                    self.checked(&source, &bytes)?;
-                    bytes
+                    self.checked(&source, bytes).await?
                 }
             };
             Ok((bytes, manifest.digest))
@@ -452,9 +476,10 @@ impl ChartSources {
         match result {
             Ok((bytes, manifest_digest)) => {
                 let mut keys = vec![format!("oci:{name}@{manifest_digest}")];
-                keys.extend(tag_key);
+                keys.extend(tag_key.clone());
+                let (digest, bytes) = self.remember(bytes, keys).await;
                 Ok(FetchedChart {
-                    digest: self.remember(&bytes, &keys),
+                    digest,
                     content: ChartContent::Archive(bytes),
                     origin: Origin {
                         source,
@@ -463,13 +488,17 @@ impl ChartSources {
                 })
             }
             Err(err) => match (&digest_key, &tag_key) {
-                (None, Some(key)) => self.fallback(err, key, &source),
+                (None, Some(key)) => self.fallback(err, key, &source).await,
                 _ => Err(err),
             },
         }
     }
 
-    fn fetch_local(&self, rel: &str, ctx: &FetchContext) -> Result<FetchedChart, SourceError> {
+    async fn fetch_local(
+        &self,
+        rel: &str,
+        ctx: &FetchContext,
+    ) -> Result<FetchedChart, SourceError> {
         let what = format!("{}{rel}", spec::LOCAL_PREFIX);
         let Some(dir) = &ctx.manifests_dir else {
             return Err(SourceError::Local {
@@ -478,9 +507,18 @@ impl ChartSources {
             });
         };
         let source = what.clone();
-        match local::resolve(dir, rel, self.config.max_artifact_bytes)? {
+        let (dir, rel_owned, max) = (dir.clone(), rel.to_string(), self.config.max_artifact_bytes);
+        let resolved = blocking(move || local::resolve(&dir, &rel_owned, max))
+            .await
+            .unwrap_or_else(|| {
+                Err(SourceError::Local {
+                    what: what.clone(),
+                    detail: "reading the chart was interrupted".into(),
+                })
+            })?;
+        match resolved {
             local::LocalChart::Archive { bytes, .. } => {
-                self.checked(&what, &bytes)?;
+                let bytes = self.checked(&what, bytes).await?;
                 Ok(FetchedChart {
                     digest: archive::sha256_digest(&bytes),
                     content: ChartContent::Archive(bytes),
@@ -500,6 +538,11 @@ impl ChartSources {
             }),
         }
     }
+}
+
+/// Runs file and CPU work on the blocking pool; `None` if it panicked.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    tokio::task::spawn_blocking(work).await.ok()
 }
 
 #[cfg(test)]

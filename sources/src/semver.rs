@@ -159,8 +159,8 @@ fn version(major: u64, minor: u64, patch: u64) -> Version {
 fn next_after(parts: &[Option<u64>; 3]) -> Option<Version> {
     match parts {
         [None, _, _] => None,
-        [Some(m), None, _] => Some(version(m + 1, 0, 0)),
-        [Some(m), Some(n), None] => Some(version(*m, n + 1, 0)),
+        [Some(m), None, _] => Some(version(m.saturating_add(1), 0, 0)),
+        [Some(m), Some(n), None] => Some(version(*m, n.saturating_add(1), 0)),
         [Some(_), Some(_), Some(_)] => None,
     }
 }
@@ -217,8 +217,8 @@ fn comparator(op: &str, text: &str) -> Option<Comparator> {
         "~" | "~>" => {
             c.low = Some((v.clone(), true));
             c.high = match parts {
-                [Some(m), None, _] => Some((version(m + 1, 0, 0), false)),
-                [Some(m), Some(n), _] => Some((version(m, n + 1, 0), false)),
+                [Some(m), None, _] => Some((version(m.saturating_add(1), 0, 0), false)),
+                [Some(m), Some(n), _] => Some((version(m, n.saturating_add(1), 0), false)),
                 _ => None,
             };
         }
@@ -226,11 +226,11 @@ fn comparator(op: &str, text: &str) -> Option<Comparator> {
             c.low = Some((v.clone(), true));
             c.high = match parts {
                 [None, _, _] => None,
-                [Some(m), _, _] if m > 0 => Some((version(m + 1, 0, 0), false)),
+                [Some(m), _, _] if m > 0 => Some((version(m.saturating_add(1), 0, 0), false)),
                 [Some(0), None, _] => Some((version(1, 0, 0), false)),
-                [Some(0), Some(n), _] if n > 0 => Some((version(0, n + 1, 0), false)),
+                [Some(0), Some(n), _] if n > 0 => Some((version(0, n.saturating_add(1), 0), false)),
                 [Some(0), Some(0), None] => Some((version(0, 1, 0), false)),
-                [Some(0), Some(0), Some(p)] => Some((version(0, 0, p + 1), false)),
+                [Some(0), Some(0), Some(p)] => Some((version(0, 0, p.saturating_add(1)), false)),
                 _ => None,
             };
         }
@@ -243,7 +243,7 @@ fn comparator(op: &str, text: &str) -> Option<Comparator> {
 fn bump_patch_floor(v: &Version) -> Version {
     let mut next = v.clone();
     if next.pre.is_empty() {
-        next.patch += 1;
+        next.patch = next.patch.saturating_add(1);
         // `x.y.(z+1)-0`: no version lies between `x.y.z` and it.
         next.pre = vec!["0".into()];
     } else {
@@ -383,6 +383,20 @@ mod tests {
         assert!(!check("!=1.2.3", "1.2.3"));
         assert!(check(">1.2", "1.3.0"));
         assert!(!check(">1.2", "1.2.9"));
+        // Huge numbers must not overflow (the old `m + 1` panicked here in debug builds); the
+        // bounds saturate, so the results are only required to exist.
+        for (c, v) in [
+            ("^18446744073709551615", "18446744073709551615.0.0"),
+            (
+                "~18446744073709551615.18446744073709551615",
+                "18446744073709551615.0.1",
+            ),
+            ("<=18446744073709551615.x", "1.0.0"),
+            ("!=1.2.18446744073709551615", "1.2.18446744073709551615"),
+        ] {
+            let _ = check(c, v);
+        }
+        assert!(check(">=18446744073709551615", "18446744073709551615.0.0"));
         assert!(Constraint::parse(">=").is_none());
         assert!(Constraint::parse("not a version").is_none());
     }

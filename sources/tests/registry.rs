@@ -52,12 +52,17 @@ struct Registry {
 
 impl Registry {
     fn start(storage: &Path, config_dir: &Path) -> Registry {
+        Self::start_with(storage, config_dir, "")
+    }
+
+    /// `extra`: more top-level configuration (e.g. `auth:`).
+    fn start_with(storage: &Path, config_dir: &Path, extra: &str) -> Registry {
         let port = free_port();
         let config = config_dir.join(format!("registry-{port}.yml"));
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n{extra}",
                 storage.display()
             ),
         )
@@ -267,6 +272,80 @@ async fn oci_registry_push_pull_cache() {
         .expect_err("unreachable");
     assert!(matches!(err, SourceError::Unreachable { .. }), "{err}");
     assert!(err.is_retryable());
+
+    // The same storage behind htpasswd (Basic) authentication: the pull secret's credentials
+    // open it; none or a wrong password are refused (fatal).
+    let htpasswd = work.path().join("htpasswd");
+    std::fs::write(
+        &htpasswd,
+        format!("robot:{}\n", bcrypt::hash("s3cret", 4).expect("bcrypt")),
+    )
+    .expect("htpasswd");
+    let secured = Registry::start_with(
+        &storage,
+        work.path(),
+        &format!(
+            "auth:\n  htpasswd:\n    realm: sources-test\n    path: {}\n",
+            htpasswd.display()
+        ),
+    );
+    let secured_ref = format!("127.0.0.1:{}/charts/app:0.1.0", secured.port);
+    let pull_secret = |password: &str| landscaper_sources::SecretData {
+        name: "pull".into(),
+        secret_type: "kubernetes.io/dockerconfigjson".into(),
+        data: [(
+            ".dockerconfigjson".to_string(),
+            format!(
+                r#"{{"auths":{{"127.0.0.1:{}":{{"username":"robot","password":"{password}"}}}}}}"#,
+                secured.port
+            )
+            .into_bytes(),
+        )]
+        .into(),
+    };
+    let err = sources(&work.path().join("cache-d"), 1 << 26)
+        .fetch(&oci(&secured_ref), &ctx)
+        .await
+        .expect_err("anonymous");
+    assert!(
+        matches!(
+            err,
+            SourceError::AuthRefused {
+                had_credentials: false,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let wrong = FetchContext {
+        pull_secrets: vec![pull_secret("wrong")],
+        ..FetchContext::default()
+    };
+    let err = sources(&work.path().join("cache-d"), 1 << 26)
+        .fetch(&oci(&secured_ref), &wrong)
+        .await
+        .expect_err("wrong password");
+    assert!(
+        matches!(
+            err,
+            SourceError::AuthRefused {
+                had_credentials: true,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(!err.is_retryable());
+    let right = FetchContext {
+        pull_secrets: vec![pull_secret("s3cret")],
+        ..FetchContext::default()
+    };
+    let got = sources(&work.path().join("cache-d"), 1 << 26)
+        .fetch(&oci(&secured_ref), &right)
+        .await
+        .expect("with the pull secret");
+    assert_eq!(bytes(&got), tgz.as_slice());
+    drop(secured);
 
     // The layer blob is tampered with in the registry's storage: refused.
     let layer_hex = &got.digest["sha256:".len()..];

@@ -104,6 +104,45 @@ pub async fn get_following(
     )))
 }
 
+/// Splits the userinfo off a URL: `https://user:pass@host/x` becomes `https://host/x` and the
+/// percent-decoded `(user, pass)` (Go's client turns it into Basic auth; it never belongs in a
+/// message, a log or a cache key).
+pub fn split_userinfo(url: &str) -> (String, Option<(String, String)>) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (url.to_string(), None);
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..end].rfind('@') else {
+        return (url.to_string(), None);
+    };
+    let userinfo = &rest[..at];
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    (
+        format!("{scheme}://{}", &rest[at + 1..]),
+        Some((percent_decode(user), percent_decode(password))),
+    )
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 3 <= bytes.len()
+            && let Ok(hex) = std::str::from_utf8(&bytes[i + 1..i + 3])
+            && let Ok(b) = u8::from_str_radix(hex, 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// `scheme://authority` of an absolute URL.
 pub fn authority(url: &str) -> Option<&str> {
     let (scheme, rest) = url.split_once("://")?;
@@ -386,6 +425,28 @@ mod tests {
             resolve_url("http://127.0.0.1:8080", "a.tgz").as_deref(),
             Some("http://127.0.0.1:8080/a.tgz")
         );
+    }
+
+    #[test]
+    fn userinfo_is_split_off() {
+        assert_eq!(
+            split_userinfo("https://user:p%40ss@host.example/charts/a.tgz"),
+            (
+                "https://host.example/charts/a.tgz".to_string(),
+                Some(("user".to_string(), "p@ss".to_string()))
+            )
+        );
+        assert_eq!(
+            split_userinfo("https://host.example/a@b.tgz"),
+            ("https://host.example/a@b.tgz".to_string(), None)
+        );
+        assert_eq!(split_userinfo("no-scheme"), ("no-scheme".to_string(), None));
+        assert_eq!(
+            split_userinfo("http://u@h/%zz").1,
+            Some(("u".into(), "".into()))
+        );
+        assert_eq!(percent_decode("%4"), "%4");
+        assert_eq!(percent_decode("%é1"), "%é1");
     }
 
     #[test]

@@ -187,17 +187,12 @@ impl ChartSources {
     }
 
     fn timeout(&self, ctx: &FetchContext, what: &str) -> Result<Duration, SourceError> {
-        let Some(deadline) = ctx.deadline else {
-            return Ok(self.config.request_timeout);
-        };
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if left.is_zero() {
-            return Err(SourceError::Timeout {
-                what: what.to_string(),
-                seconds: 0,
-            });
+        Limits {
+            max_blob_bytes: self.config.max_artifact_bytes,
+            timeout: self.config.request_timeout,
+            deadline: ctx.deadline,
         }
-        Ok(left.min(self.config.request_timeout))
+        .request_timeout(what)
     }
 
     /// Size and archive check, off the async workers (unpacking may take a while).
@@ -310,6 +305,17 @@ impl ChartSources {
         ca_pem: Option<Vec<u8>>,
         ctx: &FetchContext,
     ) -> Result<Vec<u8>, SourceError> {
+        // Credentials in the URL become Basic auth (as Go's client does) and leave the URL.
+        let (url, userinfo) = http::split_userinfo(url);
+        let what = &http::split_userinfo(what).0;
+        let authorization = authorization.or_else(|| {
+            userinfo.map(|(user, password)| {
+                format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+                )
+            })
+        });
         let timeout = self.timeout(ctx, what)?;
         let had_credentials = authorization.is_some();
         let headers = authorization
@@ -318,7 +324,7 @@ impl ChartSources {
         let response = get_following(
             self.transport.as_ref(),
             HttpRequest {
-                url: url.to_string(),
+                url,
                 headers,
                 max_bytes: self.config.max_artifact_bytes,
                 timeout,
@@ -339,11 +345,12 @@ impl ChartSources {
     }
 
     async fn fetch_url(&self, url: &str, ctx: &FetchContext) -> Result<FetchedChart, SourceError> {
-        let key = format!("url:{url}");
-        let source = format!("chart.archive.remote.url {url}");
+        let shown = http::split_userinfo(url).0;
+        let key = format!("url:{shown}");
+        let source = format!("chart.archive.remote.url {shown}");
         let result = async {
-            let bytes = self.get(url, url, None, None, ctx).await?;
-            self.checked(url, bytes).await
+            let bytes = self.get(&shown, url, None, None, ctx).await?;
+            self.checked(&shown, bytes).await
         }
         .await;
         match result {
@@ -369,7 +376,8 @@ impl ChartSources {
         version: &str,
         ctx: &FetchContext,
     ) -> Result<FetchedChart, SourceError> {
-        let repo_url = normalize_url(repo_url);
+        let repo_url_with_userinfo = normalize_url(repo_url);
+        let repo_url = http::split_userinfo(&repo_url_with_userinfo).0;
         let key = format!("helmrepo:{repo_url}|{name}|{version}");
         let source = format!("helm repository {repo_url} (chart {name} version {version})");
         let exact = semver::Version::is_exact(version);
@@ -378,11 +386,19 @@ impl ChartSources {
         }
         let auths = RepoAuths::new(spec::helm_repo_credentials(&ctx.configurations)?);
         let result = async {
-            let index_url = format!("{repo_url}/index.yaml");
-            let auth = auths.for_url(&index_url, &ctx.secrets)?;
+            let index_url = format!("{repo_url_with_userinfo}/index.yaml");
+            let shown_index_url = http::split_userinfo(&index_url).0;
+            let auth = auths.for_url(&shown_index_url, &ctx.secrets)?;
             let index_bytes = self
-                .get(&index_url, &index_url, auth.authorization, auth.ca_pem, ctx)
+                .get(
+                    &shown_index_url,
+                    &index_url,
+                    auth.authorization,
+                    auth.ca_pem,
+                    ctx,
+                )
                 .await?;
+            let index_url = shown_index_url.clone();
             let index = Index::parse(&index_url, &index_bytes)?;
             let entry = index
                 .get(name, version)
@@ -399,17 +415,28 @@ impl ChartSources {
                     ),
                 });
             };
-            let chart_url = http::resolve_url(&index_url, first).ok_or_else(|| {
-                SourceError::InvalidResponse {
-                    what: index_url.clone(),
-                    detail: format!("could not parse chart url {first:?}"),
-                }
-            })?;
-            let auth = auths.for_url(&chart_url, &ctx.secrets)?;
+            // Relative chart URLs keep the repository URL's userinfo, as Go's URL resolution.
+            let chart_url =
+                http::resolve_url(&format!("{repo_url_with_userinfo}/index.yaml"), first)
+                    .ok_or_else(|| SourceError::InvalidResponse {
+                        what: index_url.clone(),
+                        detail: format!(
+                            "could not parse chart url {:?}",
+                            http::split_userinfo(first).0
+                        ),
+                    })?;
+            let shown_chart_url = http::split_userinfo(&chart_url).0;
+            let auth = auths.for_url(&shown_chart_url, &ctx.secrets)?;
             let bytes = self
-                .get(&chart_url, &chart_url, auth.authorization, auth.ca_pem, ctx)
+                .get(
+                    &shown_chart_url,
+                    &chart_url,
+                    auth.authorization,
+                    auth.ca_pem,
+                    ctx,
+                )
                 .await?;
-            let bytes = self.checked(&chart_url, bytes).await?;
+            let bytes = self.checked(&shown_chart_url, bytes).await?;
             Ok((bytes, entry.version.clone()))
         }
         .await;
@@ -446,14 +473,14 @@ impl ChartSources {
         }
         let credentials = oci::registry_credentials(&ctx.pull_secrets, &reference.registry)?;
         let result = async {
-            let timeout = self.timeout(ctx, &source)?;
             let mut session = RegistrySession::new(
                 self.transport.as_ref(),
                 reference.clone(),
                 credentials,
                 Limits {
                     max_blob_bytes: self.config.max_artifact_bytes,
-                    timeout,
+                    timeout: self.config.request_timeout,
+                    deadline: ctx.deadline,
                 },
             );
             let wanted = reference

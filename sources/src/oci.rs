@@ -345,7 +345,27 @@ pub struct FetchedManifest {
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_blob_bytes: u64,
+    /// Time allowed for one request.
     pub timeout: Duration,
+    /// No request runs past this instant.
+    pub deadline: Option<tokio::time::Instant>,
+}
+
+impl Limits {
+    /// The time the next request may take.
+    pub fn request_timeout(&self, what: &str) -> Result<Duration, SourceError> {
+        let Some(deadline) = self.deadline else {
+            return Ok(self.timeout);
+        };
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Err(SourceError::Timeout {
+                what: what.to_string(),
+                seconds: 0,
+            });
+        }
+        Ok(left.min(self.timeout))
+    }
 }
 
 /// One conversation with one repository of a registry: it keeps the authorization it
@@ -486,6 +506,7 @@ impl<'a> RegistrySession<'a> {
         authorization: Option<&str>,
         max_bytes: u64,
     ) -> Result<HttpResponse, SourceError> {
+        let timeout = self.limits.request_timeout(what)?;
         let mut headers = Vec::new();
         if let Some(accept) = accept {
             headers.push(("accept".to_string(), accept.to_string()));
@@ -499,12 +520,12 @@ impl<'a> RegistrySession<'a> {
                 url: url.to_string(),
                 headers,
                 max_bytes,
-                timeout: self.limits.timeout,
+                timeout,
                 ca_pem: None,
             },
         )
         .await
-        .map_err(|e| transport_error(what, e, self.limits.timeout))
+        .map_err(|e| transport_error(what, e, timeout))
     }
 
     /// GET with the negotiated authorization; on a 401 negotiates (Basic or Bearer) once and

@@ -658,3 +658,85 @@ async fn local_charts_and_unsupported_sources() {
         .expect_err("resourceRef");
     assert!(matches!(err, SourceError::ResourceRefUnsupported));
 }
+
+#[tokio::test]
+async fn userinfo_becomes_basic_auth_and_is_never_shown() {
+    let f = fixture();
+    let tgz = chart("app", "1.0.0");
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("user:p@ss")
+    );
+    f.transport.route(
+        "https://files.example.com/app.tgz",
+        Route::ok(tgz.clone()).requiring(&basic, r#"Basic realm="files""#),
+    );
+    let with_userinfo = spec(
+        serde_json::json!({"archive": {"remote": {"url": "https://user:p%40ss@files.example.com/app.tgz"}}}),
+    );
+    let got = f
+        .sources
+        .fetch(&with_userinfo, &FetchContext::default())
+        .await
+        .expect("userinfo as basic auth");
+    assert_eq!(bytes_of(&got), tgz.as_slice());
+    assert!(
+        !got.origin.source.contains("p%40ss"),
+        "{}",
+        got.origin.source
+    );
+    let wrong = spec(
+        serde_json::json!({"archive": {"remote": {"url": "https://user:nope@files.example.com/app.tgz"}}}),
+    );
+    let err = f
+        .sources
+        .fetch(&wrong, &FetchContext::default())
+        .await
+        .expect_err("wrong password");
+    assert!(
+        matches!(
+            err,
+            SourceError::AuthRefused {
+                had_credentials: true,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("nope"), "{err}");
+    // Nothing in the cache folder holds the password either.
+    let cache_root = f.sources.cache().expect("cache").root().to_path_buf();
+    for entry in std::fs::read_dir(cache_root.join("refs")).expect("refs") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("ref");
+        assert!(
+            !text.contains("p%40ss") && !text.contains("user:"),
+            "{text}"
+        );
+    }
+
+    // A helm repository URL with userinfo: the index and the relative chart URL get it.
+    let index = "apiVersion: v1\nentries:\n  app:\n  - version: 1.0.0\n    urls: [app-1.0.0.tgz]\n";
+    f.transport.route(
+        "https://repo.example.com/index.yaml",
+        Route::ok(index).requiring(&basic, r#"Basic realm="repo""#),
+    );
+    f.transport.route(
+        "https://repo.example.com/app-1.0.0.tgz",
+        Route::ok(tgz.clone()).requiring(&basic, r#"Basic realm="repo""#),
+    );
+    let repo = spec(serde_json::json!({"helmChartRepo": {
+        "helmChartRepoUrl": "https://user:p%40ss@repo.example.com",
+        "helmChartName": "app", "helmChartVersion": "1.0.0",
+    }}));
+    let got = f
+        .sources
+        .fetch(&repo, &FetchContext::default())
+        .await
+        .expect("repository with userinfo");
+    assert_eq!(bytes_of(&got), tgz.as_slice());
+    assert!(
+        !got.origin.source.contains("p%40ss"),
+        "{}",
+        got.origin.source
+    );
+}

@@ -74,22 +74,28 @@ fn configuration_problem(
     DeployerError::new(operation, reason, message).with_code(ERR_CONFIGURATION_PROBLEM)
 }
 
+/// The kubeconfig the deployer connects with: the model's [`kubeconfig_text`], where a
+/// configuration that is not an object and holds nothing but blanks (or no configuration)
+/// counts as none.
+fn target_kubeconfig(target: &Target) -> Option<String> {
+    let config = target.spec.config.as_ref();
+    kubeconfig_text(config)
+        .filter(|text| config.is_some_and(serde_json::Value::is_object) || !text.trim().is_empty())
+}
+
 impl ClientFactory for KubeClientFactory {
     fn client<'a>(
         &'a self,
         target: Option<&'a Target>,
     ) -> BoxFuture<'a, Result<Arc<dyn ClusterClient>, DeployerError>> {
         Box::pin(async move {
-            let text = target
-                .and_then(|t| kubeconfig_text(t.spec.config.as_ref()))
-                .filter(|text| !text.trim().is_empty())
-                .ok_or_else(|| {
-                    configuration_problem(
-                        "ensureTargetAccess",
-                        "NoKubeconfig",
-                        "the deploy item needs a kubernetes-cluster target with a kubeconfig",
-                    )
-                })?;
+            let text = target.and_then(target_kubeconfig).ok_or_else(|| {
+                configuration_problem(
+                    "ensureTargetAccess",
+                    "NoKubeconfig",
+                    "the deploy item needs a kubernetes-cluster target with a kubeconfig",
+                )
+            })?;
             if let Some(client) = self.cached().get(&text) {
                 let client: Arc<dyn ClusterClient> = client.clone();
                 return Ok(client);

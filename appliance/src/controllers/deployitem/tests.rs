@@ -1,7 +1,6 @@
 //! The dispatcher against a real store: transactions, export Secrets, finalizers, deletion and
 //! optimistic concurrency.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,11 +53,7 @@ fn env_with(deployers: impl FnOnce(&Store) -> Vec<Arc<dyn Deployer>>) -> Env {
     let mut context = ControllerContext::new(store.clone(), config).with_clock(clock.clone());
     let deployers = deployers(&store);
     if !deployers.is_empty() {
-        let map: HashMap<String, Arc<dyn Deployer>> = deployers
-            .into_iter()
-            .map(|d| (d.deployer_type().to_string(), d))
-            .collect();
-        context.deployers = Arc::new(map);
+        context.deployers = Arc::new(deployers.into_iter().collect());
     }
     Env {
         _dir: dir,
@@ -375,7 +370,7 @@ struct Recorder {
 }
 
 impl Deployer for Recorder {
-    fn deployer_type(&self) -> &str {
+    fn item_type(&self) -> &str {
         "example.com/recorder"
     }
 
@@ -544,7 +539,7 @@ struct Interrupter {
 }
 
 impl Deployer for Interrupter {
-    fn deployer_type(&self) -> &str {
+    fn item_type(&self) -> &str {
         "example.com/interrupted"
     }
 

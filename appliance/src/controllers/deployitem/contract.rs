@@ -16,9 +16,8 @@ use jiff::{SignedDuration, Timestamp};
 use landscaper_deployers::{DeleteResult, DeployerError, ReconcileResult};
 use landscaper_store::clock::format_time;
 use landscaper_store::model::constants::{
-    DELETE_WITHOUT_UNINSTALL_ANNOTATION, ERR_CONFIGURATION_PROBLEM, ERR_TIMEOUT,
-    OPERATION_ANNOTATION, OPERATION_TEST_RECONCILE, PICKUP_TIMEOUT_OPERATION,
-    PICKUP_TIMEOUT_REASON, PROGRESSING_TIMEOUT_REASON,
+    DELETE_WITHOUT_UNINSTALL_ANNOTATION, OPERATION_ANNOTATION, OPERATION_TEST_RECONCILE,
+    PICKUP_TIMEOUT_OPERATION, PICKUP_TIMEOUT_REASON, PROGRESSING_TIMEOUT_REASON,
 };
 use landscaper_store::model::{
     DeployItem, DeployItemStatus, DeployerInformation, Error as StatusError, ObjectReference,
@@ -329,15 +328,14 @@ fn pickup_timeout_status(
     } else {
         ""
     };
-    let error = LsError::new(
+    let error = LsError::timeout(
         PICKUP_TIMEOUT_OPERATION,
         PICKUP_TIMEOUT_REASON,
         format!(
             "no deployer has reconciled this deployitem within {} seconds{suffix}",
             timeout.as_secs()
         ),
-    )
-    .with_code(ERR_TIMEOUT);
+    );
     let last = updated_error(status.last_error.as_ref(), Some(&error), now);
     set_last_error(&mut status, last);
     status
@@ -518,8 +516,7 @@ pub fn plan(input: &Input<'_>, new_job_id: impl FnOnce() -> String) -> Plan {
     let operation = if deleting { "delete" } else { "reconcile" };
     plan.add_finalizer = !deleting;
     if let Err(message) = validate_target(input.target.resolved()) {
-        let error =
-            LsError::new(operation, "ValidateTarget", message).with_code(ERR_CONFIGURATION_PROBLEM);
+        let error = LsError::configuration_problem(operation, "ValidateTarget", message);
         plan.decision = fail_with(input, status, &error, Conclusion::InvalidTarget, &now);
         return plan;
     }
@@ -528,12 +525,11 @@ pub fn plan(input: &Input<'_>, new_job_id: impl FnOnce() -> String) -> Plan {
         return plan;
     }
     if !deleting && config_missing(item.spec.config.as_ref()) {
-        let error = LsError::new(
+        let error = LsError::configuration_problem(
             operation,
             "ProviderConfigurationMissing",
             "provider configuration missing",
-        )
-        .with_code(ERR_CONFIGURATION_PROBLEM);
+        );
         plan.decision = fail_with(
             input,
             status,

@@ -138,13 +138,20 @@ impl Error {
     }
 
     pub fn with_code(mut self, code: &str) -> Error {
-        self.codes.get_or_insert_with(Vec::new).push(code.to_string());
+        self.codes
+            .get_or_insert_with(Vec::new)
+            .push(code.to_string());
         self
     }
 
     /// A problem of the configuration (`ERR_CONFIGURATION_PROBLEM`): retrying cannot help.
-    pub fn configuration_problem(operation: &str, reason: &str, message: impl Into<String>) -> Error {
-        Error::new(operation, reason, message).with_code(super::constants::ERR_CONFIGURATION_PROBLEM)
+    pub fn configuration_problem(
+        operation: &str,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Error {
+        Error::new(operation, reason, message)
+            .with_code(super::constants::ERR_CONFIGURATION_PROBLEM)
     }
 
     /// The time for the work is up (`ERR_TIMEOUT`): retrying cannot help.

@@ -131,7 +131,7 @@ pub struct Desired<'a> {
     pub deletion_groups: &'a [DeletionGroupDefinition],
     /// Used for the orphans of an update.
     pub deletion_groups_during_update: &'a [DeletionGroupDefinition],
-    pub wording: &'a Wording,
+    pub naming: &'a Naming,
 }
 
 impl Desired<'_> {
@@ -141,9 +141,14 @@ impl Desired<'_> {
     }
 }
 
-/// The operations and timeout checkpoints a deployer reports in Landscaper's words.
+/// How a deployer names what the applier writes and reports, in Landscaper's words: the label
+/// of its objects, its provider status, its operations and timeout checkpoints.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Wording {
+pub struct Naming {
+    /// The label marking the objects a deploy item applied (its value is the item's name).
+    pub managed_label: &'static str,
+    /// The `apiVersion` of the provider status (`kind: ProviderStatus`).
+    pub status_api_version: &'static str,
     pub reconcile_operation: &'static str,
     pub delete_operation: &'static str,
     pub default_readiness_operation: &'static str,
@@ -220,14 +225,21 @@ pub async fn reconcile(
     previous: &[ManagedResourceStatus],
 ) -> Result<ReconcileResult, DeployerError> {
     let item = request.item;
-    let wording = desired.wording;
-    let operation = wording.reconcile_operation;
+    let naming = desired.naming;
+    let operation = naming.reconcile_operation;
     let primary = clients.client(request.target).await?;
     let client = primary.as_ref();
     client.invalidate_discovery();
     let mut target_clients =
         TargetClients::new(primary.clone(), clients, request.secondary_targets);
-    let deploy_item = item.metadata.name();
+    let owner = apply::Owner {
+        label: naming.managed_label,
+        deploy_item: item.metadata.name(),
+    };
+    let provider_status = |managed: Vec<ManagedResourceStatus>| ProviderStatus {
+        api_version: naming.status_api_version.to_string(),
+        ..ProviderStatus::new(managed)
+    };
 
     request.checkpoint(CHECKPOINT_APPLY_MANIFESTS);
     let manifests = apply::expand(desired.manifests)
@@ -242,7 +254,7 @@ pub async fn reconcile(
                 DeployerError::new(operation, "PrepareManifests", m.clone())
             }
         })?;
-    let applied = apply::apply_groups(client, &groups, desired.update_strategy, deploy_item).await;
+    let applied = apply::apply_groups(client, &groups, desired.update_strategy, owner).await;
 
     // Objects of the previous revision that this one no longer contains.
     let orphans: Vec<ManagedResourceStatus> = previous
@@ -263,13 +275,13 @@ pub async fn reconcile(
         let message = aggregate(&applied.errors);
         return waiting(
             item,
-            &ProviderStatus::new(managed),
+            &provider_status(managed),
             DeployerError::new("ApplyObjects", "ApplyNewObject", message),
         );
     }
 
     request.checkpoint(CHECKPOINT_CLEANUP_ORPHANED);
-    let deletable = delete::prepare_deletion(client, &orphans, deploy_item)
+    let deletable = delete::prepare_deletion(client, &orphans, owner)
         .await
         .map_err(|e| cluster_error("ApplyObjects", "cleanupOrphanedResourcesInGroups", &e))?;
     let remaining = delete::delete_pass(
@@ -279,7 +291,7 @@ pub async fn reconcile(
     )
     .await
     .map_err(|e| delete_error("ApplyObjects", "cleanupOrphanedResourcesInGroups", e))?;
-    let status = ProviderStatus::new(applied.managed.clone());
+    let status = provider_status(applied.managed.clone());
     if !remaining.is_empty() {
         let mut managed = applied.managed.clone();
         managed.extend(
@@ -290,7 +302,7 @@ pub async fn reconcile(
         let names: Vec<String> = remaining.iter().map(ToString::to_string).collect();
         return waiting(
             item,
-            &ProviderStatus::new(managed),
+            &provider_status(managed),
             DeployerError::new(
                 "ApplyObjects",
                 "cleanupOrphanedResourcesInGroups",
@@ -302,9 +314,9 @@ pub async fn reconcile(
         );
     }
 
-    request.checkpoint(wording.checkpoint_before_readiness);
+    request.checkpoint(naming.checkpoint_before_readiness);
     if !desired.readiness_checks.disable_default {
-        request.checkpoint(wording.checkpoint_default_readiness);
+        request.checkpoint(naming.checkpoint_default_readiness);
         if let Some(not_ready) =
             readiness::default_readiness(client, &status.managed_resources).await
         {
@@ -312,7 +324,7 @@ pub async fn reconcile(
                 item,
                 &status,
                 DeployerError::new(
-                    wording.default_readiness_operation,
+                    naming.default_readiness_operation,
                     "ObjectNotReady",
                     not_ready.to_string(),
                 ),
@@ -328,7 +340,7 @@ pub async fn reconcile(
         if check.disabled {
             continue;
         }
-        request.checkpoint(wording.checkpoint_custom_readiness);
+        request.checkpoint(naming.checkpoint_custom_readiness);
         let check_client = match target_clients.client(check.target_name.as_deref()).await {
             Ok(c) => c,
             Err(e) => {
@@ -337,7 +349,7 @@ pub async fn reconcile(
                     item,
                     &status,
                     e.deployer_error(
-                        wording.custom_readiness_operation,
+                        naming.custom_readiness_operation,
                         "SecondaryTarget",
                         message,
                     ),
@@ -349,7 +361,7 @@ pub async fn reconcile(
                 item,
                 &status,
                 DeployerError::new(
-                    wording.custom_readiness_operation,
+                    naming.custom_readiness_operation,
                     "ObjectNotReady",
                     format!("readiness check {:?}: {not_ready}", check.name),
                 ),
@@ -360,7 +372,7 @@ pub async fn reconcile(
     let export = match desired.exports {
         None => None,
         Some(exports) => {
-            request.checkpoint(wording.checkpoint_before_exports);
+            request.checkpoint(naming.checkpoint_before_exports);
             match exports::collect_exports(&mut target_clients, exports).await {
                 Ok(values) => Some(Value::Object(values)),
                 Err(ExportError::SecondaryTarget { key, error }) => {
@@ -399,18 +411,22 @@ pub async fn delete(
     clients: &dyn ClientFactory,
     request: DeployRequest<'_>,
     deletion_groups: &[DeletionGroupDefinition],
-    wording: &Wording,
+    naming: &Naming,
     managed: &[ManagedResourceStatus],
 ) -> Result<DeleteResult, DeployerError> {
     let item = request.item;
     if managed.is_empty() {
         return Ok(DeleteResult::Deleted);
     }
-    let operation = wording.delete_operation;
+    let operation = naming.delete_operation;
     let primary = clients.client(request.target).await?;
     let client = primary.as_ref();
     client.invalidate_discovery();
-    let deletable = delete::prepare_deletion(client, managed, item.metadata.name())
+    let owner = apply::Owner {
+        label: naming.managed_label,
+        deploy_item: item.metadata.name(),
+    };
+    let deletable = delete::prepare_deletion(client, managed, owner)
         .await
         .map_err(|e| cluster_error(operation, "AnnotateAndPatchBeforeDelete", &e))?;
     let mut target_clients =
@@ -425,4 +441,112 @@ pub async fn delete(
     let names: Vec<String> = remaining.iter().map(ToString::to_string).collect();
     tracing::info!(item = %item_key(item), remaining = %names.join(", "), "waiting for objects to be deleted");
     Ok(DeleteResult::Pending)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use landscaper_store::model::{DeployItem, ObjectMeta};
+    use serde_json::json;
+
+    use super::config::{Manifest, ManifestPolicy};
+    use super::targets::tests::{FakeFactory, resolved};
+    use super::*;
+    use crate::kubernetes::{FakeCluster, ObjectRef};
+    use crate::{Checkpoint, SecondaryTarget};
+
+    const HELM_LABEL: &str = "helm.deployer.landscaper.gardener.cloud/deployitem";
+    const HELM_STATUS: &str = "helm.deployer.landscaper.gardener.cloud/v1alpha1";
+
+    /// A caller other than the manifest deployer (the helm deployer's manifest-only mode).
+    const HELM: Naming = Naming {
+        managed_label: HELM_LABEL,
+        status_api_version: HELM_STATUS,
+        reconcile_operation: "ReconcileHelm",
+        delete_operation: "DeleteHelm",
+        default_readiness_operation: "DefaultCheckResourcesReadinessHelm",
+        custom_readiness_operation: "CustomCheckResourcesReadinessHelm",
+        checkpoint_before_readiness: "helm deployer: before readiness check",
+        checkpoint_default_readiness: "helm deployer: default readiness checks",
+        checkpoint_custom_readiness: "helm deployer: custom readiness checks",
+        checkpoint_before_exports: "helm deployer: before reading export values",
+    };
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    #[test]
+    fn rendered_manifests_are_applied_labelled_and_removed_in_the_callers_names() {
+        let cluster = Arc::new(FakeCluster::new());
+        let factory = FakeFactory {
+            clusters: BTreeMap::from([("primary".to_string(), cluster.clone())]),
+        };
+        let SecondaryTarget::Resolved(target) = resolved("t", "primary") else {
+            unreachable!()
+        };
+        let mut item = DeployItem {
+            metadata: ObjectMeta::namespaced("demo", "release"),
+            ..Default::default()
+        };
+        let manifests = vec![Manifest {
+            policy: ManifestPolicy::Manage,
+            manifest: Some(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "rendered", "namespace": "demo"}, "data": {"a": "1"}})),
+            ..Default::default()
+        }];
+        let readiness = ReadinessCheckConfiguration::default();
+        let desired = Desired {
+            manifests: &manifests,
+            update_strategy: &UpdateStrategy::Update,
+            readiness_checks: &readiness,
+            exports: None,
+            deletion_groups: &[],
+            deletion_groups_during_update: &[],
+            naming: &HELM,
+        };
+        let progress = Checkpoint::new();
+        let result = block_on(reconcile(
+            &factory,
+            DeployRequest::new(&item, Some(&target)).with_progress(&progress),
+            &desired,
+            &[],
+        ))
+        .unwrap();
+        assert_eq!(result.phase, Some(Phase::Succeeded));
+        let status = result.provider_status.unwrap();
+        assert_eq!(status["apiVersion"], HELM_STATUS);
+        assert_eq!(
+            status["managedResources"][0]["resource"]["name"],
+            "rendered"
+        );
+        let reference = ObjectRef::new("v1", "ConfigMap", "demo", "rendered");
+        let object = cluster.object(&reference).unwrap();
+        assert_eq!(object["metadata"]["labels"][HELM_LABEL], "release");
+        assert_eq!(
+            progress.get(),
+            Some("helm deployer: default readiness checks")
+        );
+
+        // The provider status is all a delete needs.
+        let managed = ProviderStatus::parse(&json!({"kind": "ProviderStatus",
+            "managedResources": status["managedResources"]}))
+        .unwrap()
+        .managed_resources;
+        item.status = None;
+        let deleted = block_on(delete(
+            &factory,
+            DeployRequest::new(&item, Some(&target)),
+            &[],
+            &HELM,
+            &managed,
+        ))
+        .unwrap();
+        assert_eq!(deleted, DeleteResult::Deleted);
+        assert!(cluster.object(&reference).is_none());
+    }
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use self::config::{ConfigError, ProviderConfiguration};
 pub use crate::applier::status::ProviderStatus;
-use crate::applier::{self, Desired, Wording};
+use crate::applier::{self, Desired, Naming};
 pub use crate::applier::{ClientFactory, KubeClientFactory};
 use crate::{BoxFuture, DeleteResult, DeployRequest, Deployer, DeployerError, ReconcileResult};
 
@@ -44,7 +44,9 @@ const RECONCILE_OPERATION: &str = "ReconcileManifests";
 const DELETE_OPERATION: &str = "deleteManifestsInGroups";
 
 /// The manifest deployer's operations and timeout checkpoints (`pkg/deployer/manifest`).
-pub const WORDING: Wording = Wording {
+pub const NAMING: Naming = Naming {
+    managed_label: crate::applier::apply::MANAGED_DEPLOY_ITEM_LABEL,
+    status_api_version: config::V1ALPHA2,
     reconcile_operation: RECONCILE_OPERATION,
     delete_operation: DELETE_OPERATION,
     default_readiness_operation: "DefaultCheckResourcesReadinessManifest",
@@ -65,7 +67,7 @@ impl ProviderConfiguration {
             exports: self.exports.as_ref(),
             deletion_groups: &self.deletion_groups,
             deletion_groups_during_update: &self.deletion_groups_during_update,
-            wording: &WORDING,
+            naming: &NAMING,
         }
     }
 }
@@ -126,7 +128,7 @@ impl ManifestDeployer {
             self.clients.as_ref(),
             request,
             &config.deletion_groups,
-            &WORDING,
+            &NAMING,
             &previous.managed_resources,
         )
         .await

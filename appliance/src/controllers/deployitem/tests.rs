@@ -824,3 +824,44 @@ async fn a_running_call_is_aborted_when_its_item_changes() {
         Some("job-2")
     );
 }
+
+/// Panics in its reconcile.
+struct Panicker;
+
+impl Deployer for Panicker {
+    fn item_type(&self) -> &str {
+        "example.com/panics"
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        _request: DeployRequest<'a>,
+    ) -> BoxFuture<'a, Result<ReconcileResult, DeployerError>> {
+        Box::pin(async { panic!("deployer bug") })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        _request: DeployRequest<'a>,
+    ) -> BoxFuture<'a, Result<DeleteResult, DeployerError>> {
+        Box::pin(async { Ok(DeleteResult::Deleted) })
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_deployer_call_panics_in_the_reconcile_where_the_runtime_contains_it() {
+    use futures_util::FutureExt as _;
+    let env = env_with(|_| vec![Arc::new(Panicker)]);
+    env.create(deploy_item("di", "example.com/panics", json!({"x": 1})))
+        .await;
+    env.trigger("di", "job-1").await;
+    let result = std::panic::AssertUnwindSafe(env.reconcile("di"))
+        .catch_unwind()
+        .await;
+    let payload = result.expect_err("the panic reaches the reconcile");
+    assert_eq!(
+        payload.downcast_ref::<&str>().copied(),
+        Some("deployer bug")
+    );
+    assert!(!env.reconciler.calls.is_running(&di_key("di")));
+}

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
-use landscaper_model::{DeployItemStatus, ObjectMeta};
+use landscaper_model::{DeployItemStatus, ObjectMeta, Phase, Target};
 use serde_json::json;
 
 use super::*;
-use crate::kubernetes::{FakeCluster, ObjectRef};
+use crate::applier::apply;
+use crate::kubernetes::{ClusterClient, FakeCluster, ObjectRef};
 
 /// The primary cluster for every target, except the secondary target of [`SECOND`].
 struct FakeFactory {
@@ -571,7 +572,7 @@ fn readiness_exports_and_deletion_use_the_secondary_target() {
     );
     h.secondary_targets.insert(
         "other".into(),
-        crate::manifest::targets::tests::resolved("other", SECOND),
+        crate::applier::targets::tests::resolved("other", SECOND),
     );
 
     // The readiness check waits for the object in the second cluster.
@@ -684,34 +685,4 @@ fn exports_report_a_missing_secondary_target() {
         err.message,
         "export k: unable to read secondary target other: targets.landscaper.gardener.cloud \"other\" not found"
     );
-}
-
-/// The deployer's kubeconfig rule, as its own copy of `kubeconfig_text` had it before the model's
-/// was shared: a `kubeconfig` field counts even when blank (and fails to load later), a blank or
-/// missing configuration is no kubeconfig.
-#[test]
-fn target_kubeconfig_follows_the_deployers_rule() {
-    let target = |config: Option<serde_json::Value>| Target {
-        spec: landscaper_model::TargetSpec {
-            r#type: "landscaper.gardener.cloud/kubernetes-cluster".into(),
-            config,
-            secret_ref: None,
-        },
-        ..Default::default()
-    };
-    let text = |config| target_kubeconfig(&target(config));
-    assert_eq!(
-        text(Some(json!({"kubeconfig": "apiVersion: v1"}))).as_deref(),
-        Some("apiVersion: v1")
-    );
-    assert_eq!(text(Some(json!({"kubeconfig": ""}))).as_deref(), Some(""));
-    assert_eq!(text(Some(json!({"oidcConfig": {}}))), None);
-    assert_eq!(
-        text(Some(json!("clusters: []"))).as_deref(),
-        Some("clusters: []")
-    );
-    assert_eq!(text(Some(json!("  \n"))), None);
-    assert_eq!(text(Some(serde_json::Value::Null)), None);
-    assert_eq!(text(None), None);
-    assert_eq!(text(Some(json!([1]))).as_deref(), Some("[1]"));
 }

@@ -369,6 +369,8 @@ pub struct RenderArgs {
 pub enum RenderCommand {
     /// Render one template file with the Landscaper function set (gotemplate) or Spiff.
     Template(RenderTemplateArgs),
+    /// Render a Helm chart as `helm template` does (directory or .tgz).
+    Chart(crate::render_chart::RenderChartArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -39,6 +39,11 @@ pub enum Elem {
     /// (`Cert`, `Key`) is one. It prints as Go prints a struct, `typeOf` and `kindOf` name it,
     /// and parameters of map type do not accept it.
     Struct(&'static str),
+    /// Helm's `.Files` (`engine.files`, a `map[string][]byte` with methods `Get`, `GetBytes`,
+    /// `Glob`, `Lines`, `AsConfig`, `AsSecrets`): values are [`Value::Bytes`].
+    Files,
+    /// Helm's `.Capabilities.APIVersions` (`chartutil.VersionSet`, a `[]string` with `Has`).
+    VersionSet,
 }
 
 /// A Go slice: its element type and items.
@@ -66,6 +71,8 @@ impl GoSlice {
             Elem::InterfaceSlice => "[][]interface {}",
             Elem::Map => "[]map[string]interface {}",
             Elem::Struct(name) => name,
+            Elem::VersionSet => "chartutil.VersionSet",
+            Elem::Files => "engine.files",
         }
     }
 }
@@ -92,6 +99,7 @@ impl GoMap {
         match self.elem {
             Elem::String => "map[string]string",
             Elem::Struct(name) => name,
+            Elem::Files => "engine.files",
             _ => "map[string]interface {}",
         }
     }
@@ -100,6 +108,7 @@ impl GoMap {
     pub fn zero_elem(&self) -> Value {
         match self.elem {
             Elem::String => Value::string(""),
+            Elem::Files => Value::Bytes(Rc::from(&[][..])),
             _ => Value::Nil,
         }
     }

@@ -132,6 +132,8 @@ pub enum Value {
     Int64(i64),
     /// Go `uint64`: what `*semver.Version`'s `Major`, `Minor` and `Patch` return.
     Uint64(u64),
+    /// Go `uint8` (a byte): what `index` of a string or a `[]byte` yields.
+    Uint8(u8),
     /// Go `float64`: every JSON number, float literals, `float64`, `addf`, ...
     Float(f64),
     /// A Go `string` of valid UTF-8 (nearly all of them).
@@ -215,6 +217,7 @@ impl Value {
             Value::Int(_) => "int",
             Value::Int64(_) => "int64",
             Value::Uint64(_) => "uint64",
+            Value::Uint8(_) => "uint8",
             Value::Float(_) => "float64",
             Value::String(_) | Value::ByteString(_) => "string",
             Value::Bytes(_) => "[]uint8",
@@ -233,6 +236,7 @@ impl Value {
             Value::Int(_) => "int",
             Value::Int64(_) => "int64",
             Value::Uint64(_) => "uint64",
+            Value::Uint8(_) => "uint8",
             Value::Float(_) => "float64",
             Value::String(_) | Value::ByteString(_) => "string",
             Value::Bytes(_) | Value::List(_) => "slice",
@@ -281,6 +285,7 @@ impl Value {
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Int(i) | Value::Int64(i) => serde_json::Value::from(*i),
             Value::Uint64(u) => serde_json::Value::from(*u),
+            Value::Uint8(u) => serde_json::Value::from(*u),
             Value::Float(f) => serde_json::Number::from_f64(*f)
                 .map(serde_json::Value::Number)
                 .ok_or_else(|| format!("json: unsupported value: {f}"))?,
@@ -320,6 +325,7 @@ impl Value {
             Value::Bool(b) => *b,
             Value::Int(i) | Value::Int64(i) => *i != 0,
             Value::Uint64(u) => *u != 0,
+            Value::Uint8(u) => *u != 0,
             Value::Float(f) => *f != 0.0,
             Value::String(s) => !s.is_empty(),
             Value::ByteString(b) | Value::Bytes(b) => !b.is_empty(),

@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn rules_match_as_helm() {
-        let r = Rules::parse("# comment\n*.txt\n!keep.txt\nfiles/crds/full/\n/top.md\nsub/*.bin\n").unwrap();
+        let r = Rules::parse("# comment\n*.txt\nfiles/crds/full/\n/top.md\nsub/*.bin\n").unwrap();
         assert!(r.ignore("a.txt", false));
         assert!(r.ignore("deep/b.txt", false));
         assert!(r.ignore("files/crds/full", true));
@@ -174,8 +174,11 @@ mod tests {
         assert!(!r.ignore("x/top.md", false));
         assert!(r.ignore("sub/x.bin", false));
         assert!(!r.ignore("sub/deeper/x.bin", false));
+        assert!(!r.ignore("values.yaml", false));
         // A negated rule ignores everything it does not match, as Helm's does.
+        let r = Rules::parse("!keep.txt\n").unwrap();
         assert!(r.ignore("values.yaml", false));
+        assert!(!r.ignore("keep.txt", false));
     }
 
     #[test]

@@ -507,6 +507,7 @@ mod tests {
             },
             Dependency {
                 name: "two".into(),
+                version: "1.0.0".into(),
                 tags: vec!["front".into()],
                 alias: "deux".into(),
                 ..Dependency::default()
@@ -514,7 +515,7 @@ mod tests {
             Dependency {
                 name: "three".into(),
                 tags: vec!["front".into()],
-                condition: "three.on".into(),
+                condition: "drei.on".into(),
                 alias: "drei".into(),
                 version: "1.x".into(),
                 ..Dependency::default()

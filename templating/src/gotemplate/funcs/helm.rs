@@ -299,10 +299,10 @@ mod glob_tests {
         assert!(!g.matches("files/sub/a.yaml"));
         let g = Glob::compile("files/**.yaml").unwrap();
         assert!(g.matches("files/sub/a.yaml"));
-        let g = Glob::compile("conf/{a,b}?.[!x]on").unwrap();
+        let g = Glob::compile("conf/{a,b}?.[!x]son").unwrap();
         assert!(g.matches("conf/a1.json"));
         assert!(!g.matches("conf/c1.json"));
-        assert!(!g.matches("conf/a1.xon"));
+        assert!(!g.matches("conf/a1.xson"));
         assert!(Glob::compile("a[").is_none());
     }
 }

@@ -10,9 +10,12 @@ use landscaper_charts::{
 };
 
 #[derive(Debug, Args, Clone, Default)]
-#[command(disable_version_flag = true, after_help = "Examples:\n  \
+#[command(
+    disable_version_flag = true,
+    after_help = "Examples:\n  \
     landscaper-appliance render chart ./mychart --release demo --namespace apps -f values.yaml\n  \
-    landscaper-appliance render chart mychart-1.0.0.tgz --release demo --namespace apps --set image.tag=1.2 --kube-version 1.33.0")]
+    landscaper-appliance render chart mychart-1.0.0.tgz --release demo --namespace apps --set image.tag=1.2 --kube-version 1.33.0"
+)]
 pub struct RenderChartArgs {
     /// Chart directory or .tgz archive.
     pub chart: String,
@@ -39,7 +42,12 @@ pub struct RenderChartArgs {
     pub kube_version: Option<String>,
     /// Extra API versions for .Capabilities.APIVersions (group/version or group/version/Kind);
     /// repeatable, comma-separated lists allowed.
-    #[arg(short = 'a', long = "api-versions", value_name = "G/V", value_delimiter = ',')]
+    #[arg(
+        short = 'a',
+        long = "api-versions",
+        value_name = "G/V",
+        value_delimiter = ','
+    )]
     pub api_versions: Vec<String>,
     /// Print the chart's crds/ files too.
     #[arg(long)]
@@ -101,9 +109,8 @@ fn render(args: &RenderChartArgs) -> Result<String, ChartError> {
     let chart = landscaper_charts::load(&path)?;
     let mut files = Vec::new();
     for f in &args.values {
-        let text = std::fs::read(f).map_err(|e| {
-            ChartError::Values(format!("open {}: {e}", f.display()))
-        })?;
+        let text = std::fs::read(f)
+            .map_err(|e| ChartError::Values(format!("open {}: {e}", f.display())))?;
         files.push((
             f.display().to_string(),
             String::from_utf8_lossy(&text).into_owned(),

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use landscaper_templating::gotemplate::funcs::yaml;
 use serde_json::Value as Json;
 
-use crate::ignore::Rules;
 use crate::ChartError;
+use crate::ignore::Rules;
 
 /// Helm's limits for archives (`MaxDecompressedChartSize`, `MaxDecompressedFileSize`).
 pub const MAX_CHART_BYTES: u64 = 100 * 1024 * 1024;
@@ -190,9 +190,7 @@ fn walk(
         } else {
             format!("{prefix}/{name}")
         };
-        let real = path
-            .canonicalize()
-            .map_err(|e| format!("{rel}: {e}"))?;
+        let real = path.canonicalize().map_err(|e| format!("{rel}: {e}"))?;
         if !real.starts_with(top) {
             return Err(format!("{rel}: links outside the chart directory"));
         }
@@ -376,7 +374,11 @@ pub fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, ChartError> {
                     "cannot load Chart.yaml: error unmarshaling JSON: json: cannot unmarshal into Go value of type chart.Metadata".into(),
                 ));
             }
-            if m.get("apiVersion").and_then(Json::as_str).unwrap_or("").is_empty() {
+            if m.get("apiVersion")
+                .and_then(Json::as_str)
+                .unwrap_or("")
+                .is_empty()
+            {
                 m.insert("apiVersion".into(), Json::String("v1".into()));
             }
         }
@@ -438,7 +440,8 @@ pub fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, ChartError> {
     let Some(meta_json) = meta_json else {
         return Err(fail("Chart.yaml file is missing".into()));
     };
-    c.metadata = metadata_from_json(&meta_json).map_err(|e| fail(format!("cannot load Chart.yaml: {e}")))?;
+    c.metadata =
+        metadata_from_json(&meta_json).map_err(|e| fail(format!("cannot load Chart.yaml: {e}")))?;
     validate_metadata(&mut c.metadata).map_err(|e| fail(format!("validation: {e}")))?;
     let chart_name = c.metadata.name.clone();
     for (n, files) in subcharts {
@@ -503,7 +506,11 @@ fn json_kind(v: &Json) -> &'static str {
     }
 }
 
-fn string_list(m: &serde_json::Map<String, Json>, key: &str, ty: &str) -> Result<Vec<String>, String> {
+fn string_list(
+    m: &serde_json::Map<String, Json>,
+    key: &str,
+    ty: &str,
+) -> Result<Vec<String>, String> {
     match m.get(key) {
         None | Some(Json::Null) => Ok(Vec::new()),
         Some(Json::Array(items)) => items
@@ -671,14 +678,22 @@ fn validate_metadata(md: &mut Metadata) -> Result<(), String> {
         return Err("chart.metadata.version is required".into());
     }
     if crate::semver::parse_version(&md.version).is_none() {
-        return Err(format!("chart.metadata.version \"{}\" is invalid", md.version));
+        return Err(format!(
+            "chart.metadata.version \"{}\" is invalid",
+            md.version
+        ));
     }
     if !matches!(md.chart_type.as_str(), "" | "application" | "library") {
         return Err("chart.metadata.type must be application or library".into());
     }
     let mut seen = std::collections::BTreeSet::new();
     for d in &mut md.dependencies {
-        for s in [&mut d.name, &mut d.version, &mut d.repository, &mut d.condition] {
+        for s in [
+            &mut d.name,
+            &mut d.version,
+            &mut d.repository,
+            &mut d.condition,
+        ] {
             sanitize(s);
         }
         for t in &mut d.tags {
@@ -701,7 +716,9 @@ fn validate_metadata(md: &mut Metadata) -> Result<(), String> {
             d.alias.clone()
         };
         if !seen.insert(key.clone()) {
-            return Err(format!("more than one dependency with name or alias \"{key}\""));
+            return Err(format!(
+                "more than one dependency with name or alias \"{key}\""
+            ));
         }
     }
     Ok(())
@@ -722,7 +739,10 @@ mod tests {
     fn files_are_sorted_into_templates_files_and_subcharts() {
         let c = load_files(
             vec![
-                file("Chart.yaml", "apiVersion: v2\nname: top\nversion: 1.0.0\ndescription: \"a\\nb\"\n"),
+                file(
+                    "Chart.yaml",
+                    "apiVersion: v2\nname: top\nversion: 1.0.0\ndescription: \"a\\nb\"\n",
+                ),
                 file("values.yaml", "a: 1\n"),
                 file("templates/x.yaml", "x"),
                 file("files/f.txt", "f"),
@@ -749,8 +769,11 @@ mod tests {
         assert!(e.to_string().contains("Chart.yaml file is missing"), "{e}");
         let e = load_files(vec![file("Chart.yaml", "name: x\nversion: nope\n")], 0).unwrap_err();
         assert!(e.to_string().contains("version \"nope\" is invalid"), "{e}");
-        let e = load_files(vec![file("Chart.yaml", "name: x\nversion: 1.0.0\ntype: app\n")], 0)
-            .unwrap_err();
+        let e = load_files(
+            vec![file("Chart.yaml", "name: x\nversion: 1.0.0\ntype: app\n")],
+            0,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("application or library"), "{e}");
     }
 
@@ -759,7 +782,10 @@ mod tests {
         let c = load_files(
             vec![
                 file("Chart.yaml", "name: x\nversion: 1.0.0\n"),
-                file("requirements.yaml", "dependencies:\n- name: a\n  version: 1.x\n  alias: b\n"),
+                file(
+                    "requirements.yaml",
+                    "dependencies:\n- name: a\n  version: 1.x\n  alias: b\n",
+                ),
             ],
             0,
         )

@@ -6,17 +6,17 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+use landscaper_templating::RenderBudget;
 use landscaper_templating::gotemplate::funcs::helm::{HELM_ERR_END, HELM_ERR_START};
 use landscaper_templating::gotemplate::methods::KUBE_VERSION_TYPE;
 use landscaper_templating::gotemplate::value::{Elem, MapRef, new_map};
 use landscaper_templating::gotemplate::{
     EmptyFiles, ErrorKind, FuncMap, Limits, Template, TemplateError, Value,
 };
-use landscaper_templating::RenderBudget;
 
+use crate::ChartError;
 use crate::chart::{Chart, Metadata};
 use crate::values::{new_table, table};
-use crate::ChartError;
 
 /// Helm's `--kube-version` and what `.Capabilities.KubeVersion` shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +61,9 @@ impl KubeVersion {
         let mut comps = Vec::new();
         for p in &parts {
             if p.len() > 1 && p.starts_with('0') {
-                return Err(format!("illegal zero-prefixed version component \"{p}\" in \"{text}\""));
+                return Err(format!(
+                    "illegal zero-prefixed version component \"{p}\" in \"{text}\""
+                ));
             }
             let n: u32 = p
                 .parse()
@@ -182,7 +184,10 @@ impl Capabilities {
             Elem::Struct("version.BuildInfo"),
             BTreeMap::from([
                 ("Version".into(), s("v3.19.0")),
-                ("GitCommit".into(), s("3d8990f0836691f0229297773f3524598f46bda6")),
+                (
+                    "GitCommit".into(),
+                    s("3d8990f0836691f0229297773f3524598f46bda6"),
+                ),
                 ("GitTreeState".into(), s("clean")),
                 ("GoVersion".into(), s("go1.24.7")),
             ]),
@@ -310,7 +315,10 @@ fn all_templates(
         n.insert("Chart".into(), metadata_value(&c.metadata, is_root));
         n.insert("Files".into(), files_value(c));
         let p = parent.borrow();
-        n.insert("Release".into(), p.get("Release").cloned().unwrap_or_default());
+        n.insert(
+            "Release".into(),
+            p.get("Release").cloned().unwrap_or_default(),
+        );
         n.insert(
             "Capabilities".into(),
             p.get("Capabilities").cloned().unwrap_or_default(),
@@ -419,8 +427,8 @@ pub fn render(
     let mut tpls = BTreeMap::new();
     all_templates(c, c.name(), true, top, &mut tpls);
     let funcs: FuncMap = landscaper_templating::gotemplate::funcs::helm_template_funcs();
-    let mut set = Template::parse("gotpl", "", &funcs)
-        .map_err(|e| ChartError::Render(e.message))?;
+    let mut set =
+        Template::parse("gotpl", "", &funcs).map_err(|e| ChartError::Render(e.message))?;
     let mut keys: Vec<String> = tpls.keys().cloned().collect();
     sort_templates(&mut keys);
     for name in &keys {
@@ -445,7 +453,13 @@ pub fn render(
             .borrow_mut()
             .insert("Template".into(), Value::Map(template));
         let out = set
-            .execute(name, &Value::Map(r.vals.clone()), &funcs, &EmptyFiles, limits)
+            .execute(
+                name,
+                &Value::Map(r.vals.clone()),
+                &funcs,
+                &EmptyFiles,
+                limits,
+            )
             .map_err(|e| exec_error(name, &e))?;
         rendered.insert(name.clone(), out.replace("<no value>", ""));
     }
@@ -478,6 +492,9 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         sort_templates(&mut v);
-        assert_eq!(v, ["a/charts/b/templates/y", "a/templates/z", "a/templates/x"]);
+        assert_eq!(
+            v,
+            ["a/charts/b/templates/y", "a/templates/z", "a/templates/x"]
+        );
     }
 }

@@ -15,8 +15,8 @@ pub mod values;
 
 use std::collections::BTreeMap;
 
-use landscaper_templating::gotemplate::value::MapRef;
 use landscaper_templating::gotemplate::Value;
+use landscaper_templating::gotemplate::value::MapRef;
 
 pub use chart::{Chart, load, load_archive, load_dir};
 pub use engine::{Capabilities, KubeVersion, ReleaseOptions};
@@ -32,7 +32,9 @@ pub enum ChartError {
     Values(String),
     #[error("{0}")]
     Dependencies(String),
-    #[error("values don't meet the specifications of the schema(s) in the following chart(s):\n{0}")]
+    #[error(
+        "values don't meet the specifications of the schema(s) in the following chart(s):\n{0}"
+    )]
     Schema(String),
     #[error("{0}")]
     KubeVersion(String),
@@ -221,7 +223,10 @@ pub fn render(
             "Release".into(),
             Value::map(BTreeMap::from([
                 ("Name".into(), Value::string(release.name.as_str())),
-                ("Namespace".into(), Value::string(release.namespace.as_str())),
+                (
+                    "Namespace".into(),
+                    Value::string(release.namespace.as_str()),
+                ),
                 ("IsUpgrade".into(), Value::Bool(release.is_upgrade)),
                 ("IsInstall".into(), Value::Bool(release.is_install)),
                 ("Revision".into(), Value::Int(release.revision)),
@@ -275,7 +280,9 @@ pub fn template_output(r: &Rendered, opts: &TemplateOptions) -> Result<String, C
         let pattern = ignore::go_match_regex(f);
         let mut missing = true;
         for doc in &docs {
-            let Some(m) = source.captures(doc) else { continue };
+            let Some(m) = source.captures(doc) else {
+                continue;
+            };
             let path = &m[1];
             if pattern.as_ref().is_some_and(|p| p.is_match(path)) {
                 shown.push_str(&format!("---\n{doc}\n"));
@@ -283,7 +290,9 @@ pub fn template_output(r: &Rendered, opts: &TemplateOptions) -> Result<String, C
             }
         }
         if missing {
-            return Err(ChartError::Usage(format!("could not find template {f} in chart")));
+            return Err(ChartError::Usage(format!(
+                "could not find template {f} in chart"
+            )));
         }
     }
     Ok(shown)

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use landscaper_templating::gotemplate::funcs::yaml;
 use landscaper_templating::gotemplate::Value;
+use landscaper_templating::gotemplate::funcs::yaml;
 use regex::Regex;
 
 use crate::ChartError;
@@ -80,7 +80,9 @@ pub struct Manifest {
 
 impl Manifest {
     pub fn is_test_hook(&self) -> bool {
-        self.events.iter().any(|e| e == "test" || e == "test-success")
+        self.events
+            .iter()
+            .any(|e| e == "test" || e == "test-success")
     }
 }
 
@@ -211,7 +213,11 @@ pub fn sort_manifests(
                     unknown = true;
                     break;
                 }
-                events.push(if t == "test-success" { "test".into() } else { t });
+                events.push(if t == "test-success" {
+                    "test".into()
+                } else {
+                    t
+                });
             }
             if unknown {
                 continue;
@@ -258,7 +264,10 @@ mod tests {
             split_manifests("\n---\na: 1\n---   \nb: 2\n\n---\n"),
             vec!["a: 1", "b: 2"]
         );
-        assert_eq!(split_manifests("a: 1\n--- # c\nb: 2"), vec!["a: 1", "# c\nb: 2"]);
+        assert_eq!(
+            split_manifests("a: 1\n--- # c\nb: 2"),
+            vec!["a: 1", "# c\nb: 2"]
+        );
     }
 
     #[test]
@@ -276,7 +285,10 @@ mod tests {
         files.insert("c/templates/empty.yaml".to_string(), "  \n".to_string());
         let (hooks, manifests) = sort_manifests(&files).unwrap();
         let kinds: Vec<&str> = manifests.iter().map(|m| m.kind.as_str()).collect();
-        assert_eq!(kinds, ["Namespace", "Service", "Deployment", "Alpha", "Zeta"]);
+        assert_eq!(
+            kinds,
+            ["Namespace", "Service", "Deployment", "Alpha", "Zeta"]
+        );
         let hook_kinds: Vec<&str> = hooks.iter().map(|m| m.kind.as_str()).collect();
         assert_eq!(hook_kinds, ["Pod", "Job"]);
         assert!(hooks[0].is_test_hook());
@@ -289,7 +301,11 @@ mod tests {
         let mut files = BTreeMap::new();
         files.insert("c/templates/a.yaml".to_string(), "a: [\n".to_string());
         let e = sort_manifests(&files).unwrap_err();
-        assert!(e.to_string().contains("YAML parse error on c/templates/a.yaml"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("YAML parse error on c/templates/a.yaml"),
+            "{e}"
+        );
         files.insert(
             "c/templates/a.yaml".to_string(),
             "kind: x\nmetadata:\n  annotations:\n    a: 1\n".to_string(),

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use landscaper_templating::gotemplate::value::{Elem, MapRef, new_map};
 use landscaper_templating::gotemplate::Value;
+use landscaper_templating::gotemplate::value::{Elem, MapRef, new_map};
 
 const MAX_INDEX: i64 = 65536;
 const MAX_NESTED_NAME_LEVEL: usize = 30;
@@ -120,10 +120,11 @@ impl Parser {
         if v == "0" {
             return Value::Int64(0);
         }
-        if !v.is_empty() && !v.starts_with('0') {
-            if let Ok(i) = go_parse_int(v) {
-                return Value::Int64(i);
-            }
+        if !v.is_empty()
+            && !v.starts_with('0')
+            && let Ok(i) = go_parse_int(v)
+        {
+            return Value::Int64(i);
         }
         Value::string(v)
     }
@@ -139,7 +140,9 @@ impl Parser {
                 Err(Some(format!("key \"{k}\" has no value")))
             }
             Stop::At('[') => {
-                let i = self.key_index().map_err(|e| Some(format!("error parsing index: {e}")))?;
+                let i = self
+                    .key_index()
+                    .map_err(|e| Some(format!("error parsing index: {e}")))?;
                 let list = match table_entry(data, &k) {
                     None => Vec::new(),
                     Some(Value::List(l)) => l.items.clone(),
@@ -180,7 +183,9 @@ impl Parser {
             }
             Stop::At(',') => {
                 set(data, &k, Value::string(""));
-                Err(Some(format!("key \"{k}\" has no value (cannot end with ,)")))
+                Err(Some(format!(
+                    "key \"{k}\" has no value (cannot end with ,)"
+                )))
             }
             Stop::At(_) => {
                 // '.'
@@ -238,13 +243,21 @@ impl Parser {
         (list, None)
     }
 
-    fn list_item(&mut self, list: Vec<Value>, i: i64, level: usize) -> (Vec<Value>, Option<String>) {
+    fn list_item(
+        &mut self,
+        list: Vec<Value>,
+        i: i64,
+        level: usize,
+    ) -> (Vec<Value>, Option<String>) {
         if i < 0 {
             return (list, Some(format!("negative {i} index not allowed")));
         }
         let (k, stop) = self.until(&['[', '.', '=']);
         if !k.is_empty() {
-            return (list, Some(format!("unexpected data at end of array index: \"{k}\"")));
+            return (
+                list,
+                Some(format!("unexpected data at end of array index: \"{k}\"")),
+            );
         }
         match stop {
             Stop::Eof => (list, Some("EOF".into())),
@@ -355,10 +368,10 @@ impl Parser {
             match stop {
                 Stop::Eof => return Err(ListErr::Other("list must terminate with '}'".into())),
                 Stop::At('}') => {
-                    if let Some(c) = self.read() {
-                        if c != ',' {
-                            self.pos -= 1;
-                        }
+                    if let Some(c) = self.read()
+                        && c != ','
+                    {
+                        self.pos -= 1;
                     }
                     list.push(self.typed(&rs));
                     return Ok(Some(list));
@@ -404,7 +417,10 @@ mod tests {
             parse(parse_into, "h[0].p=/,h[0].q[1]=z,h[2]=w"),
             json!({"h": [{"p": "/", "q": [null, "z"]}, null, "w"]})
         );
-        assert_eq!(parse(parse_into_string, "a=1,b=true"), json!({"a": "1", "b": "true"}));
+        assert_eq!(
+            parse(parse_into_string, "a=1,b=true"),
+            json!({"a": "1", "b": "true"})
+        );
         assert_eq!(
             parse(parse_json, "a={\"x\":[1,2]},b=\"s\""),
             json!({"a": {"x": [1.0, 2.0]}, "b": "s"})
@@ -418,9 +434,17 @@ mod tests {
         assert!(parse_into("a", &m).unwrap_err().contains("has no value"));
         assert!(parse_into("a.b", &m).is_err());
         assert!(parse_into("a[-1]=x", &m).unwrap_err().contains("negative"));
-        assert!(parse_into("a[99999999]=x", &m).unwrap_err().contains("maximum"));
+        assert!(
+            parse_into("a[99999999]=x", &m)
+                .unwrap_err()
+                .contains("maximum")
+        );
         let m = new_map(Elem::Interface, BTreeMap::new());
         parse_into("a=1", &m).unwrap();
-        assert!(parse_into("a.b=1", &m).unwrap_err().contains("interface conversion"));
+        assert!(
+            parse_into("a.b=1", &m)
+                .unwrap_err()
+                .contains("interface conversion")
+        );
     }
 }

@@ -8,12 +8,12 @@
 
 use std::collections::BTreeMap;
 
-use landscaper_templating::gotemplate::value::{Elem, GoMap, MapRef, new_map};
 use landscaper_templating::gotemplate::Value;
+use landscaper_templating::gotemplate::value::{Elem, GoMap, MapRef, new_map};
 
+use crate::ChartError;
 use crate::chart::{Chart, Dependency};
 use crate::semver::is_compatible_range;
-use crate::ChartError;
 
 pub const GLOBAL_KEY: &str = "global";
 
@@ -67,7 +67,11 @@ fn concat_prefix(a: &str, b: &str) -> String {
 
 /// `CoalesceValues` (merge = false) and `MergeValues` (merge = true): a copy of `vals`
 /// coalesced with the chart's defaults and those of its dependencies.
-pub fn coalesce_values(c: &Chart, vals: Option<&MapRef>, merge: bool) -> Result<MapRef, ChartError> {
+pub fn coalesce_values(
+    c: &Chart,
+    vals: Option<&MapRef>,
+    merge: bool,
+) -> Result<MapRef, ChartError> {
     let dest = match vals {
         Some(v) => deep_copy_map(v),
         None => new_table(),
@@ -87,7 +91,8 @@ fn coalesce_deps(c: &Chart, dest: MapRef, prefix: &str, merge: bool) -> Result<M
         let dv = match existing {
             None => {
                 let t = new_table();
-                dest.borrow_mut().insert(name.to_string(), Value::Map(t.clone()));
+                dest.borrow_mut()
+                    .insert(name.to_string(), Value::Map(t.clone()));
                 t
             }
             Some(v) => match as_table(&v) {
@@ -172,11 +177,9 @@ fn coalesce_chart_values(c: &Chart, v: &MapRef, _prefix: &str, merge: bool) {
                 v.borrow_mut().remove(&key);
             }
             Some(value) => {
-                if let Some(dest) = as_table(&value) {
-                    if let Some(src) = as_table(&val) {
-                        let merge = merge || c.dependencies.iter().any(|d| d.name() == key);
-                        coalesce_tables(dest, src, merge);
-                    }
+                if let (Some(dest), Some(src)) = (as_table(&value), as_table(&val)) {
+                    let merge = merge || c.dependencies.iter().any(|d| d.name() == key);
+                    coalesce_tables(dest, src, merge);
                 }
             }
             None => {
@@ -206,10 +209,8 @@ pub fn coalesce_tables(dst: &MapRef, src: &MapRef, merge: bool) {
                 dst.borrow_mut().insert(key, val);
             }
             Some(dv) => {
-                if let Some(s) = as_table(&val) {
-                    if let Some(d) = as_table(&dv) {
-                        coalesce_tables(d, s, merge);
-                    }
+                if let (Some(s), Some(d)) = (as_table(&val), as_table(&dv)) {
+                    coalesce_tables(d, s, merge);
                 }
             }
         }
@@ -265,10 +266,9 @@ fn process_dependency_enabled(c: &mut Chart, v: &MapRef, path: &str) -> Result<(
         .cloned()
         .collect();
     for req in &mut c.metadata.dependencies {
-        if let Some(found) = existing
-            .iter()
-            .find(|e| e.name() == req.name && is_compatible_range(&req.version, &e.metadata.version))
-        {
+        if let Some(found) = existing.iter().find(|e| {
+            e.name() == req.name && is_compatible_range(&req.version, &e.metadata.version)
+        }) {
             let mut copy = found.clone();
             if !req.alias.is_empty() {
                 copy.metadata.name = req.alias.clone();
@@ -293,10 +293,11 @@ fn process_dependency_enabled(c: &mut Chart, v: &MapRef, path: &str) -> Result<(
         .filter(|r| !r.enabled)
         .map(|r| r.name.clone())
         .collect();
-    c.dependencies.retain(|d| !removed.iter().any(|n| n == d.name()));
+    c.dependencies
+        .retain(|d| !removed.iter().any(|n| n == d.name()));
     c.metadata
         .dependencies
-        .retain(|d| !removed.iter().any(|n| *n == d.name));
+        .retain(|d| !removed.contains(&d.name));
     for t in &mut c.dependencies {
         let sub_path = format!("{path}{}.", t.name());
         process_dependency_enabled(t, &cvals, &sub_path)?;
@@ -462,7 +463,11 @@ mod tests {
 
     #[test]
     fn user_values_win_null_deletes_and_subchart_defaults_fill_in() {
-        let sub = chart("sub", json!({"a": 1, "b": {"c": 2, "d": 3}, "global": {"g": "sub"}}), vec![]);
+        let sub = chart(
+            "sub",
+            json!({"a": 1, "b": {"c": 2, "d": 3}, "global": {"g": "sub"}}),
+            vec![],
+        );
         let top = chart(
             "top",
             json!({"x": 1, "y": {"z": 1, "w": 2}, "sub": {"a": 10}, "global": {"g": "top", "h": 1}}),
@@ -555,7 +560,10 @@ mod tests {
         let mut top = chart("top", json!({"port": 1}), vec![sub]);
         top.metadata.dependencies = vec![Dependency {
             name: "sub".into(),
-            import_values: vec![json!("data"), json!({"child": "inner.deep", "parent": "imported"})],
+            import_values: vec![
+                json!("data"),
+                json!({"child": "inner.deep", "parent": "imported"}),
+            ],
             ..Dependency::default()
         }];
         process_dependencies(&mut top, &new_table()).unwrap();

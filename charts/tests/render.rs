@@ -62,23 +62,44 @@ fn fixture(root: &Path) {
             ),
             (
                 "templates/cm.yaml",
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"app.name\" . }}\ndata:\n  tpl: {{ .Template.Name }} {{ .Template.BasePath }}\n  a: {{ .Files.Get \"files/a.txt\" | quote }}\n  lines: {{ .Files.Lines \"files/a.txt\" | join \",\" }}\n  glob: {{ range $k, $v := .Files.Glob \"files/*\" }}{{ $k }};{{ end }}\n  secretHidden: {{ .Files.Get \"files/x.secret\" | quote }}\n  ignoredHidden: {{ .Files.Get \"ignored/y.txt\" | quote }}\n  bytes: {{ .Files.GetBytes \"files/b.conf\" | len }}\n  env: {{ .Values.global.env }}\n  kube: {{ .Capabilities.KubeVersion.Version }} {{ .Capabilities.KubeVersion.Major }} {{ .Capabilities.APIVersions.Has \"policy/v1\" }} {{ .Capabilities.APIVersions.Has \"policy/v1/PodDisruptionBudget\" }}\n  chart: {{ .Chart.Name }} {{ .Chart.Version }} {{ .Chart.AppVersion }} {{ .Chart.IsRoot }}\n  release: {{ .Release.Namespace }} {{ .Release.IsInstall }} {{ .Release.Revision }} {{ .Release.Service }}\n  lookup: {{ lookup \"v1\" \"Secret\" \"ns\" \"x\" | len }}\n  sub: {{ with .Subcharts.sub }}{{ .Values.greeting }}{{ end }}\n  lib: {{ include \"lib.hello\" . }}\n  tplv: {{ tpl \"{{ .Values.name }}-{{ include \\\"app.name\\\" . }}\" . }}\n---\n{{ (.Files.Glob \"files/*.conf\").AsConfig }}\n",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"app.name\" . }}\ndata:\n  tpl: {{ .Template.Name }} {{ .Template.BasePath }}\n  a: {{ .Files.Get \"files/a.txt\" | quote }}\n  lines: {{ .Files.Lines \"files/a.txt\" | join \",\" }}\n  glob: {{ range $k, $v := .Files.Glob \"files/*\" }}{{ $k }};{{ end }}\n  secretHidden: {{ .Files.Get \"files/x.secret\" | quote }}\n  ignoredHidden: {{ .Files.Get \"ignored/y.txt\" | quote }}\n  bytes: {{ .Files.GetBytes \"files/b.conf\" | len }}\n  sec: {{ (.Files.Glob \"files/b.conf\").AsSecrets | quote }}\n  cfgs: {{ (.Files.Glob \"files/{a.txt,b.conf}\").AsConfig | quote }}\n  env: {{ .Values.global.env }}\n  kube: {{ .Capabilities.KubeVersion.Version }} {{ .Capabilities.KubeVersion.Major }} {{ .Capabilities.APIVersions.Has \"policy/v1\" }} {{ .Capabilities.APIVersions.Has \"policy/v1/PodDisruptionBudget\" }}\n  chart: {{ .Chart.Name }} {{ .Chart.Version }} {{ .Chart.AppVersion }} {{ .Chart.IsRoot }}\n  release: {{ .Release.Namespace }} {{ .Release.IsInstall }} {{ .Release.Revision }} {{ .Release.Service }}\n  lookup: {{ lookup \"v1\" \"Secret\" \"ns\" \"x\" | len }}\n  sub: {{ with .Subcharts.sub }}{{ .Values.greeting }}{{ end }}\n  lib: {{ include \"lib.hello\" . }}\n  tplv: {{ tpl \"{{ .Values.name }}-{{ include \\\"app.name\\\" . }}\" . }}\n---\n{{ (.Files.Glob \"files/*.conf\").AsConfig }}\n",
             ),
             (
                 "templates/job.yaml",
                 "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: hook\n  annotations:\n    helm.sh/hook: pre-install\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: test\n  annotations:\n    helm.sh/hook: test\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: first\n",
             ),
-            ("crds/crd.yaml", "kind: CustomResourceDefinition\nmetadata:\n  name: c\n"),
-            ("charts/sub/Chart.yaml", "apiVersion: v2\nname: sub\nversion: 0.1.5\n"),
-            ("charts/sub/values.yaml", "greeting: default\nglobal:\n  env: dev\n  own: yes\n"),
+            (
+                "crds/crd.yaml",
+                "kind: CustomResourceDefinition\nmetadata:\n  name: c\n",
+            ),
+            (
+                "charts/sub/Chart.yaml",
+                "apiVersion: v2\nname: sub\nversion: 0.1.5\n",
+            ),
+            (
+                "charts/sub/values.yaml",
+                "greeting: default\nglobal:\n  env: dev\n  own: yes\n",
+            ),
             (
                 "charts/sub/templates/svc.yaml",
                 "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Chart.Name }}-{{ .Values.greeting }}-{{ .Values.global.env }}-{{ .Values.global.own }}\n  path: {{ .Template.Name }}\n",
             ),
-            ("charts/sub/crds/sub-crd.yaml", "kind: CustomResourceDefinition\nmetadata:\n  name: s\n"),
-            ("charts/lib/Chart.yaml", "apiVersion: v2\nname: lib\nversion: 1.0.0\ntype: library\n"),
-            ("charts/lib/templates/_lib.tpl", "{{- define \"lib.hello\" -}}hello{{- end -}}"),
-            ("charts/lib/templates/ignored.yaml", "kind: NeverRenderedFromALibrary"),
+            (
+                "charts/sub/crds/sub-crd.yaml",
+                "kind: CustomResourceDefinition\nmetadata:\n  name: s\n",
+            ),
+            (
+                "charts/lib/Chart.yaml",
+                "apiVersion: v2\nname: lib\nversion: 1.0.0\ntype: library\n",
+            ),
+            (
+                "charts/lib/templates/_lib.tpl",
+                "{{- define \"lib.hello\" -}}hello{{- end -}}",
+            ),
+            (
+                "charts/lib/templates/ignored.yaml",
+                "kind: NeverRenderedFromALibrary",
+            ),
         ],
     );
 }
@@ -104,7 +125,10 @@ fn a_chart_renders_as_helm_template() {
         ],
         "{out}"
     );
-    assert!(out.starts_with("---\n# Source: app/templates/job.yaml\napiVersion: v1\nkind: Namespace\n"), "{out}");
+    assert!(
+        out.starts_with("---\n# Source: app/templates/job.yaml\napiVersion: v1\nkind: Namespace\n"),
+        "{out}"
+    );
     for want in [
         "name: app-rel\n",
         "tpl: app/templates/cm.yaml app/templates\n",
@@ -114,6 +138,8 @@ fn a_chart_renders_as_helm_template() {
         "secretHidden: \"\"\n",
         "ignoredHidden: \"\"\n",
         "bytes: 3\n",
+        "sec: \"b.conf: Yj0x\"\n",
+        "cfgs: \"a.txt: |\\n  line1\\n  line2\\nb.conf: b=1\"\n",
         "env: prod\n",
         "kube: v1.33.0 1 true false\n",
         "chart: app 1.2.3 9.9 true\n",
@@ -133,7 +159,12 @@ fn a_chart_renders_as_helm_template() {
     assert!(!out.contains("CustomResourceDefinition"), "{out}");
     // Hooks after the manifests, by kind (Pod before Job); the test hook printed unless skipped.
     assert!(out.contains("---\n# Source: app/templates/job.yaml\napiVersion: v1\nkind: Pod\nmetadata:\n  name: test\n  annotations:\n    helm.sh/hook: test\n---\n"), "{out}");
-    assert!(out.ends_with("kind: Job\nmetadata:\n  name: hook\n  annotations:\n    helm.sh/hook: pre-install\n"), "{out}");
+    assert!(
+        out.ends_with(
+            "kind: Job\nmetadata:\n  name: hook\n  annotations:\n    helm.sh/hook: pre-install\n"
+        ),
+        "{out}"
+    );
 }
 
 #[test]
@@ -141,7 +172,10 @@ fn flags_change_values_crds_tests_and_selection() {
     let dir = tempfile::tempdir().unwrap();
     fixture(dir.path());
     let values = ValueOptions {
-        files: vec![("v.yaml".into(), "sub:\n  enabled: false\nname: fromfile\n".into())],
+        files: vec![(
+            "v.yaml".into(),
+            "sub:\n  enabled: false\nname: fromfile\n".into(),
+        )],
         values: vec!["name=fromset,tags.common=false".into()],
         ..ValueOptions::default()
     };
@@ -152,15 +186,24 @@ fn flags_change_values_crds_tests_and_selection() {
     // The library is tagged off, so its define is gone.
     assert!(err.contains("no template \"lib.hello\""), "{err}");
     let values = ValueOptions {
-        files: vec![("v.yaml".into(), "sub:\n  enabled: false\nname: fromfile\n".into())],
+        files: vec![(
+            "v.yaml".into(),
+            "sub:\n  enabled: false\nname: fromfile\n".into(),
+        )],
         values: vec!["name=fromset".into()],
         ..ValueOptions::default()
     };
     let out = render_dir(dir.path(), &values, &o).unwrap();
-    assert!(out.starts_with("---\n# Source: app/crds/crd.yaml\nkind: CustomResourceDefinition"), "{out}");
+    assert!(
+        out.starts_with("---\n# Source: app/crds/crd.yaml\nkind: CustomResourceDefinition"),
+        "{out}"
+    );
     // The disabled subchart's CRDs and templates are left out; the alias stays.
     assert!(!out.contains("app/charts/sub/"), "{out}");
-    assert!(out.contains("# Source: app/charts/other/templates/svc.yaml"), "{out}");
+    assert!(
+        out.contains("# Source: app/charts/other/templates/svc.yaml"),
+        "{out}"
+    );
     assert!(out.contains("tplv: fromset-app-rel"), "{out}");
     assert!(!out.contains("helm.sh/hook: test"), "{out}");
     o.show_only = vec!["charts/other/templates/*.yaml".into()];
@@ -193,7 +236,10 @@ fn kube_version_schema_and_missing_dependencies_fail() {
         )],
     );
     let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
-    assert!(err.starts_with("values don't meet the specifications of the schema(s)"), "{err}");
+    assert!(
+        err.starts_with("values don't meet the specifications of the schema(s)"),
+        "{err}"
+    );
     assert!(err.contains("sub:\n"), "{err}");
     std::fs::remove_dir_all(dir.path().join("charts/lib")).unwrap();
     let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
@@ -207,17 +253,26 @@ fn failures_in_templates_name_the_file() {
         dir.path(),
         &[
             ("Chart.yaml", "apiVersion: v2\nname: bad\nversion: 0.1.0\n"),
-            ("templates/a.yaml", "x: {{ required \"need x\" .Values.x }}\n"),
+            (
+                "templates/a.yaml",
+                "x: {{ required \"need x\" .Values.x }}\n",
+            ),
         ],
     );
     let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
     assert_eq!(err, "execution error at (bad/templates/a.yaml:1:6): need x");
     write(dir.path(), &[("templates/a.yaml", "x: {{ .Values.x \n")]);
     let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
-    assert!(err.starts_with("parse error at (bad/templates/a.yaml:"), "{err}");
+    assert!(
+        err.starts_with("parse error at (bad/templates/a.yaml:"),
+        "{err}"
+    );
     write(dir.path(), &[("templates/a.yaml", "a: [\n")]);
     let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
-    assert!(err.starts_with("YAML parse error on bad/templates/a.yaml"), "{err}");
+    assert!(
+        err.starts_with("YAML parse error on bad/templates/a.yaml"),
+        "{err}"
+    );
 }
 
 fn tgz(files: &[(&str, &str)]) -> Vec<u8> {
@@ -239,8 +294,14 @@ fn tgz(files: &[(&str, &str)]) -> Vec<u8> {
 #[test]
 fn archives_and_archived_subcharts_load() {
     let sub = tgz(&[
-        ("sub/Chart.yaml", "apiVersion: v2\nname: sub\nversion: 0.1.0\n"),
-        ("sub/templates/s.yaml", "kind: Secret\nmetadata:\n  name: {{ .Values.sname }}\n"),
+        (
+            "sub/Chart.yaml",
+            "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+        ),
+        (
+            "sub/templates/s.yaml",
+            "kind: Secret\nmetadata:\n  name: {{ .Values.sname }}\n",
+        ),
         ("sub/values.yaml", "sname: subsecret\n"),
     ]);
     let dir = tempfile::tempdir().unwrap();
@@ -249,8 +310,14 @@ fn archives_and_archived_subcharts_load() {
         let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         let mut tar = tar::Builder::new(gz);
         for (name, data) in [
-            ("top/Chart.yaml", b"apiVersion: v1\nname: top\nversion: 1.0.0\n".to_vec()),
-            ("top/requirements.yaml", b"dependencies:\n- name: sub\n  version: ~0.1\n".to_vec()),
+            (
+                "top/Chart.yaml",
+                b"apiVersion: v1\nname: top\nversion: 1.0.0\n".to_vec(),
+            ),
+            (
+                "top/requirements.yaml",
+                b"dependencies:\n- name: sub\n  version: ~0.1\n".to_vec(),
+            ),
             ("top/charts/sub-0.1.0.tgz", sub.clone()),
         ] {
             let mut h = tar::Header::new_gnu();
@@ -260,7 +327,10 @@ fn archives_and_archived_subcharts_load() {
             tar.append_data(&mut h, name, &data[..]).unwrap();
         }
         let bytes = tar.into_inner().unwrap().finish().unwrap();
-        std::fs::File::create(&top).unwrap().write_all(&bytes).unwrap();
+        std::fs::File::create(&top)
+            .unwrap()
+            .write_all(&bytes)
+            .unwrap();
     }
     let out = render_dir(&top, &ValueOptions::default(), &opts()).unwrap();
     assert_eq!(
@@ -272,7 +342,10 @@ fn archives_and_archived_subcharts_load() {
     broken.truncate(broken.len() / 2);
     assert!(load_archive(&broken).is_err());
     assert!(load_archive(b"not gzip").is_err());
-    let escape = tgz(&[("x/../../etc/passwd", "x"), ("x/Chart.yaml", "name: x\nversion: 1.0.0\n")]);
+    let escape = tgz(&[
+        ("x/../../etc/passwd", "x"),
+        ("x/Chart.yaml", "name: x\nversion: 1.0.0\n"),
+    ]);
     let err = load_archive(&escape).unwrap_err().to_string();
     assert!(err.contains("parent directory"), "{err}");
 }

@@ -58,19 +58,31 @@ fn render_chart_matches_helm_template_on_the_corpus() {
     println!("byte-exact: {exact}/{rendering}; {passed} passed, {failed} failed");
     assert_eq!(rendering, RENDERING_CASES, "{stdout}");
     assert_eq!((passed, failed), (CASES, 0), "{stdout}\n{stderr}");
-    assert!(exact >= MIN_BYTE_EXACT, "only {exact} byte-exact:\n{stdout}");
+    assert!(
+        exact >= MIN_BYTE_EXACT,
+        "only {exact} byte-exact:\n{stdout}"
+    );
     assert!(out.status.success(), "{stdout}\n{stderr}");
 }
 
 #[test]
 fn render_chart_refuses_remote_sources_and_reports_missing_charts() {
     let o = Command::new(binary())
-        .args(["render", "chart", "oci://registry.example/charts/x", "--release", "r"])
+        .args([
+            "render",
+            "chart",
+            "oci://registry.example/charts/x",
+            "--release",
+            "r",
+        ])
         .output()
         .expect("run render chart");
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.starts_with("Error: ") && err.contains("not supported"), "{err}");
+    assert!(
+        err.starts_with("Error: ") && err.contains("not supported"),
+        "{err}"
+    );
     assert!(o.stdout.is_empty());
     let o = Command::new(binary())
         .args(["render", "chart", "/nonexistent/chart", "--release", "r"])

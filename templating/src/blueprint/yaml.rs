@@ -227,7 +227,11 @@ mod tests {
     #[test]
     fn negative_zero_stays_a_negative_float() {
         let v = parse_yaml("a: -0.0\nb: -0\nc: 0.0\n").unwrap();
-        assert!(v["a"].as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()));
+        assert!(
+            v["a"]
+                .as_f64()
+                .is_some_and(|f| f == 0.0 && f.is_sign_negative())
+        );
         assert_eq!(v["b"], json!(0));
         assert_eq!(v["c"], json!(0));
         let out = crate::gotemplate::render(

@@ -220,7 +220,7 @@ fn files_method(name: &str) -> Option<Method> {
         "Glob" => m(ONE_STRING, |r, a| {
             let pattern = go_lossy(a[0].string_bytes().unwrap_or_default());
             let matcher = crate::gotemplate::funcs::helm::Glob::compile(&pattern)
-                .unwrap_or_else(|| crate::gotemplate::funcs::helm::Glob::any());
+                .unwrap_or_else(crate::gotemplate::funcs::helm::Glob::any);
             let entries: BTreeMap<String, Value> = files_of(r)
                 .into_iter()
                 .filter(|(k, _)| matcher.matches(k))

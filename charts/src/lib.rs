@@ -7,6 +7,8 @@
 
 pub mod chart;
 pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ignore;
 mod semver;
 pub mod sort;
@@ -187,9 +189,19 @@ impl jsonschema::Retrieve for NoRemote {
 /// Renders a chart as `helm template` (install, revision 1): dependencies processed, values
 /// coalesced and validated, `kubeVersion` checked, templates rendered and sorted.
 pub fn render(
+    chart: Chart,
+    user_values: &MapRef,
+    opts: &TemplateOptions,
+) -> Result<Rendered, ChartError> {
+    render_limited(chart, user_values, opts, &engine::chart_limits())
+}
+
+/// [`render`] with the given limits for each template execution.
+pub fn render_limited(
     mut chart: Chart,
     user_values: &MapRef,
     opts: &TemplateOptions,
+    limits: &landscaper_templating::gotemplate::Limits,
 ) -> Result<Rendered, ChartError> {
     if !matches!(chart.metadata.chart_type.as_str(), "" | "application") {
         return Err(ChartError::Usage(format!(
@@ -235,7 +247,7 @@ pub fn render(
         );
         t.insert("Capabilities".into(), opts.capabilities.to_value());
     }
-    let mut files = engine::render(&chart, &top, &engine::chart_limits())?;
+    let mut files = engine::render(&chart, &top, limits)?;
     files.retain(|k, _| !k.ends_with("NOTES.txt"));
     let (hooks, manifests) = sort::sort_manifests(&files)?;
     let crds = if opts.include_crds {

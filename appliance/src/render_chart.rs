@@ -92,7 +92,14 @@ pub fn run(args: &RenderChartArgs, out: &mut impl Write, err: &mut impl Write) -
             true
         }
         Err(e) => {
-            let _ = writeln!(err, "Error: {e}");
+            // Helm adds this hint when the release was rendered (so not for loading, values or
+            // schema errors).
+            let hint = if matches!(e, ChartError::Render(_) | ChartError::KubeVersion(_)) {
+                "\n\nUse --debug flag to render out invalid YAML"
+            } else {
+                ""
+            };
+            let _ = writeln!(err, "Error: {e}{hint}");
             false
         }
     }

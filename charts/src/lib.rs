@@ -154,12 +154,22 @@ fn validate_schemas(c: &Chart, vals: &MapRef, out: &mut String) -> Result<(), Ch
             .with_retriever(NoRemote)
             .build(&schema)
             .map_err(|e| ChartError::Schema(format!("{}:\n{e}\n", c.name())))?;
-        let errors: Vec<String> = validator
+        let all: Vec<(String, String, bool)> = validator
             .iter_errors(&instance)
             .map(|e| {
                 let at = e.instance_path().as_str().to_string();
-                format!("- at '{}': {e}", if at.is_empty() { "" } else { &at })
+                let is_type = matches!(
+                    e.kind(),
+                    jsonschema::error::ValidationErrorKind::Type { .. }
+                );
+                (at, schema_message(&e), is_type)
             })
+            .collect();
+        // Where a value has the wrong type, Helm's validator reports only that.
+        let errors: Vec<String> = all
+            .iter()
+            .filter(|(at, _, is_type)| *is_type || !all.iter().any(|(a, _, t)| *t && a == at))
+            .map(|(at, msg, _)| format!("- at '{at}': {msg}"))
             .collect();
         if !errors.is_empty() {
             out.push_str(&format!("{}:\n{}\n", c.name(), errors.join("\n")));
@@ -173,6 +183,67 @@ fn validate_schemas(c: &Chart, vals: &MapRef, out: &mut String) -> Result<(), Ch
         validate_schemas(sub, &sv, out)?;
     }
     Ok(())
+}
+
+/// A violation in the words of Helm's validator (santhosh-tekuri/jsonschema v6) where they
+/// are known, else the validator's own.
+fn schema_message(e: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::{TypeKind, ValidationErrorKind as K};
+    let quote_all = |items: &mut dyn Iterator<Item = String>| {
+        items
+            .map(|s| format!("'{s}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let json_type = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    };
+    match e.kind() {
+        K::Type { kind } => {
+            let want = match kind {
+                TypeKind::Single(t) => t.to_string(),
+                TypeKind::Multiple(set) => set
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+            };
+            format!("got {}, want {want}", json_type(e.instance()))
+        }
+        K::Required { property } => match property {
+            serde_json::Value::String(p) => format!("missing property '{p}'"),
+            other => format!("missing property {other}"),
+        },
+        K::AdditionalProperties { unexpected } => {
+            let names = quote_all(&mut unexpected.iter().cloned());
+            if unexpected.len() == 1 {
+                format!("additional property {names} not allowed")
+            } else {
+                format!("additional properties {names} not allowed")
+            }
+        }
+        K::Enum { options } => match options.as_ref() {
+            serde_json::Value::Array(items) => format!(
+                "value must be one of {}",
+                items
+                    .iter()
+                    .map(|v| match v {
+                        serde_json::Value::String(s) => format!("'{s}'"),
+                        other => other.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            other => format!("value must be one of {other}"),
+        },
+        _ => e.to_string(),
+    }
 }
 
 struct NoRemote;

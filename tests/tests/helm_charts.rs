@@ -92,3 +92,45 @@ fn render_chart_refuses_remote_sources_and_reports_missing_charts() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("/nonexistent/chart"), "{err}");
 }
+
+/// Where Helm fails, `render chart` fails with Helm's exact message (stderr of the corpus'
+/// `expected.err`).
+#[test]
+fn render_chart_fails_with_helms_messages() {
+    let Some(dir) = acceptance_dir().map(|d| d.join("helm-charts")) else {
+        println!("SKIP: ../shared/acceptance/helm-charts not present");
+        return;
+    };
+    let Ok(cases) = std::fs::read_dir(dir.join("cases")) else {
+        println!("SKIP: helm-charts/cases not readable");
+        return;
+    };
+    let mut checked = 0;
+    for case in cases.flatten() {
+        let path = case.path();
+        let Ok(expected) = std::fs::read_to_string(path.join("expected.err")) else {
+            continue;
+        };
+        let name = case.file_name().to_string_lossy().into_owned();
+        let chart = std::fs::read_to_string(path.join("chart.txt")).unwrap();
+        let args = std::fs::read_to_string(path.join("args.txt")).unwrap();
+        let (release, rest) = args.trim().split_once(' ').unwrap();
+        // args.txt is one shell-quoted line: let the shell split it, as check.py does.
+        let script = format!(
+            "\"$0\" render chart charts/{} --release {release} -f cases/{name}/values.yaml {rest}",
+            chart.trim()
+        );
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .arg(binary())
+            .current_dir(&dir)
+            .output()
+            .expect("run render chart");
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), expected, "{name}");
+        assert!(out.stdout.is_empty(), "{name}");
+        checked += 1;
+    }
+    assert_eq!(checked, CASES - RENDERING_CASES);
+}

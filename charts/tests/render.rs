@@ -62,7 +62,7 @@ fn fixture(root: &Path) {
             ),
             (
                 "templates/cm.yaml",
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"app.name\" . }}\ndata:\n  tpl: {{ .Template.Name }} {{ .Template.BasePath }}\n  a: {{ .Files.Get \"files/a.txt\" | quote }}\n  lines: {{ .Files.Lines \"files/a.txt\" | join \",\" }}\n  glob: {{ range $k, $v := .Files.Glob \"files/*\" }}{{ $k }};{{ end }}\n  secretHidden: {{ .Files.Get \"files/x.secret\" | quote }}\n  ignoredHidden: {{ .Files.Get \"ignored/y.txt\" | quote }}\n  bytes: {{ .Files.GetBytes \"files/b.conf\" | len }}\n  sec: {{ (.Files.Glob \"files/b.conf\").AsSecrets | quote }}\n  cfgs: {{ (.Files.Glob \"files/{a.txt,b.conf}\").AsConfig | quote }}\n  env: {{ .Values.global.env }}\n  kube: {{ .Capabilities.KubeVersion.Version }} {{ .Capabilities.KubeVersion.Major }} {{ .Capabilities.APIVersions.Has \"policy/v1\" }} {{ .Capabilities.APIVersions.Has \"policy/v1/PodDisruptionBudget\" }}\n  chart: {{ .Chart.Name }} {{ .Chart.Version }} {{ .Chart.AppVersion }} {{ .Chart.IsRoot }}\n  release: {{ .Release.Namespace }} {{ .Release.IsInstall }} {{ .Release.Revision }} {{ .Release.Service }}\n  lookup: {{ lookup \"v1\" \"Secret\" \"ns\" \"x\" | len }}\n  sub: {{ with .Subcharts.sub }}{{ .Values.greeting }}{{ end }}\n  lib: {{ include \"lib.hello\" . }}\n  tplv: {{ tpl \"{{ .Values.name }}-{{ include \\\"app.name\\\" . }}\" . }}\n---\n{{ (.Files.Glob \"files/*.conf\").AsConfig }}\n",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"app.name\" . }}\ndata:\n  tpl: {{ .Template.Name }} {{ .Template.BasePath }}\n  a: {{ .Files.Get \"files/a.txt\" | quote }}\n  lines: {{ .Files.Lines \"files/a.txt\" | join \",\" }}\n  glob: {{ range $k, $v := .Files.Glob \"files/*\" }}{{ $k }};{{ end }}\n  secretHidden: {{ .Files.Get \"files/x.secret\" | quote }}\n  ignoredHidden: {{ .Files.Get \"ignored/y.txt\" | quote }}\n  bytes: {{ .Files.GetBytes \"files/b.conf\" | len }}\n  sec: {{ (.Files.Glob \"files/b.conf\").AsSecrets | quote }}\n  cfgs: {{ (.Files.Glob \"files/{a.txt,b.conf}\").AsConfig | quote }}\n  env: {{ .Values.global.env }}\n  kube: {{ .Capabilities.KubeVersion }} {{ .Capabilities.KubeVersion.GitVersion }} {{ .Capabilities.KubeVersion.Major }} {{ .Capabilities.APIVersions.Has \"policy/v1\" }} {{ .Capabilities.APIVersions.Has \"policy/v1/PodDisruptionBudget\" }}\n  chart: {{ .Chart.Name }} {{ .Chart.Version }} {{ .Chart.AppVersion }} {{ .Chart.IsRoot }}\n  release: {{ .Release.Namespace }} {{ .Release.IsInstall }} {{ .Release.Revision }} {{ .Release.Service }}\n  lookup: {{ lookup \"v1\" \"Secret\" \"ns\" \"x\" | len }}\n  sub: {{ with .Subcharts.sub }}{{ .Values.greeting }}{{ end }}\n  lib: {{ include \"lib.hello\" . }}\n  tplv: {{ tpl \"{{ .Values.name }}-{{ include \\\"app.name\\\" . }}\" . }}\n---\n{{ (.Files.Glob \"files/*.conf\").AsConfig }}\n",
             ),
             (
                 "templates/job.yaml",
@@ -141,7 +141,7 @@ fn a_chart_renders_as_helm_template() {
         "sec: \"b.conf: Yj0x\"\n",
         "cfgs: \"a.txt: |\\n  line1\\n  line2\\nb.conf: b=1\"\n",
         "env: prod\n",
-        "kube: v1.33.0 1 true false\n",
+        "kube: v1.33.0 v1.33.0 1 true false\n",
         "chart: app 1.2.3 9.9 true\n",
         "release: ns true 1 Helm\n",
         "lookup: 0\n",

@@ -335,6 +335,10 @@ impl<'a, 'h> State<'a, 'h> {
                     self.at(Ctx::Node(node));
                     if val.is_invalid() {
                         self.out.push_str("<no value>");
+                    } else if let Some(s) = methods::addressable_stringer(&val.v) {
+                        // Go prints an addressable value through its pointer's String method
+                        // (Helm's `{{ .Capabilities.KubeVersion }}` prints `v1.33.0`).
+                        self.out.push_str(&s);
                     } else {
                         print::write_value(&mut self.out, &val.v);
                     }

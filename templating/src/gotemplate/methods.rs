@@ -163,6 +163,21 @@ fn time_method(name: &str) -> Option<Method> {
     })
 }
 
+/// The `String()` of a value whose pointer type is a `fmt.Stringer` (Helm's
+/// `chartutil.KubeVersion`): text/template prints an addressable field of such a type through
+/// it.
+pub(crate) fn addressable_stringer(v: &Value) -> Option<String> {
+    match v {
+        Value::Map(m) if m.elem == Elem::Struct(KUBE_VERSION_TYPE) => Some(
+            m.borrow()
+                .get("Version")
+                .and_then(|v| v.string_bytes().map(go_lossy))
+                .unwrap_or_default(),
+        ),
+        _ => None,
+    }
+}
+
 fn kube_version_method(name: &str) -> Option<Method> {
     match name {
         "String" | "GitVersion" => Some(m(NO_PARAMS, |r, _| {

@@ -76,7 +76,7 @@ pub fn run(args: &RenderChartArgs, out: &mut impl Write, err: &mut impl Write) -
     let args = args.clone();
     let result = std::thread::Builder::new()
         .name("render-chart".into())
-        .stack_size(256 << 20)
+        .stack_size(64 << 20)
         .spawn(move || render(&args))
         .map_err(|e| ChartError::Usage(format!("cannot start renderer: {e}")))
         .and_then(|h| {
@@ -113,6 +113,10 @@ fn render(args: &RenderChartArgs) -> Result<String, ChartError> {
         )));
     }
     let path = PathBuf::from(&args.chart);
+    if !path.exists() {
+        // Helm's LocateChart for a local path that is not there.
+        return Err(ChartError::Usage(format!("path \"{}\" not found", args.chart)));
+    }
     let chart = landscaper_charts::load(&path)?;
     let mut files = Vec::new();
     for f in &args.values {

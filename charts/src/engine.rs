@@ -406,7 +406,7 @@ fn exec_error(filename: &str, e: &TemplateError) -> ChartError {
 /// The budget of one template execution of a chart.
 pub fn chart_limits() -> Limits {
     Limits {
-        max_depth: 400,
+        max_depth: 100,
         budget: RenderBudget {
             max_steps: 50_000_000,
             max_output_bytes: 64 << 20,

@@ -349,3 +349,37 @@ fn archives_and_archived_subcharts_load() {
     let err = load_archive(&escape).unwrap_err().to_string();
     assert!(err.contains("parent directory"), "{err}");
 }
+
+/// Hostile charts end with an error within the budget, on an ordinary thread's stack.
+#[test]
+fn recursion_and_loops_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: evil\nversion: 0.1.0\n"),
+            (
+                "templates/_r.tpl",
+                "{{ define \"r\" }}{{ include \"r\" . }}{{ end }}{{ define \"t\" }}{{ tpl \"{{ include \\\"t\\\" . }}\" . }}{{ end }}",
+            ),
+            ("templates/a.yaml", "a: {{ include \"r\" . }}\n"),
+        ],
+    );
+    let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
+    assert!(err.contains("depth") || err.contains("nested"), "{err}");
+    write(
+        dir.path(),
+        &[("templates/a.yaml", "a: {{ include \"t\" . }}\n")],
+    );
+    let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
+    assert!(err.contains("depth") || err.contains("nested"), "{err}");
+    write(
+        dir.path(),
+        &[(
+            "templates/a.yaml",
+            "{{ range until 100000000 }}{{ range until 100000000 }}x{{ end }}{{ end }}\n",
+        )],
+    );
+    let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
+    assert!(err.contains("budget"), "{err}");
+}

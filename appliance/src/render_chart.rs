@@ -115,7 +115,10 @@ fn render(args: &RenderChartArgs) -> Result<String, ChartError> {
     let path = PathBuf::from(&args.chart);
     if !path.exists() {
         // Helm's LocateChart for a local path that is not there.
-        return Err(ChartError::Usage(format!("path \"{}\" not found", args.chart)));
+        return Err(ChartError::Usage(format!(
+            "path \"{}\" not found",
+            args.chart
+        )));
     }
     let chart = landscaper_charts::load(&path)?;
     let mut files = Vec::new();

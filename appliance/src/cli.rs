@@ -369,6 +369,8 @@ pub struct RenderArgs {
 pub enum RenderCommand {
     /// Render one template file with the Landscaper function set (gotemplate) or Spiff.
     Template(RenderTemplateArgs),
+    /// Render a Helm chart as `helm template` does (directory or .tgz).
+    Chart(Box<crate::render_chart::RenderChartArgs>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -446,6 +448,57 @@ mod tests {
             other => panic!("parsed {other:?}"),
         }
         assert!(Cli::try_parse_from(["landscaper-appliance", "render"]).is_err());
+    }
+
+    #[test]
+    fn parses_render_chart_like_helm_template() {
+        let cli = Cli::try_parse_from([
+            "landscaper-appliance",
+            "render",
+            "chart",
+            "charts/app",
+            "--release",
+            "r",
+            "-n",
+            "ns",
+            "-f",
+            "a.yaml",
+            "--values",
+            "b.yaml",
+            "--set",
+            "a=1,b[0]=x",
+            "--set-string",
+            "c=2",
+            "--set-json",
+            "d={\"e\":1}",
+            "--kube-version",
+            "1.33.0",
+            "--api-versions",
+            "x/v1,y/v1",
+            "-a",
+            "z/v1/Kind",
+            "--include-crds",
+            "--skip-tests",
+            "--show-only",
+            "templates/a.yaml",
+            "--version",
+            "1.0.0",
+        ])
+        .unwrap();
+        let Command::Render(RenderArgs {
+            command: Some(RenderCommand::Chart(c)),
+            ..
+        }) = cli.command
+        else {
+            panic!("not render chart");
+        };
+        assert_eq!(c.chart, "charts/app");
+        assert_eq!((c.release.as_str(), c.namespace.as_str()), ("r", "ns"));
+        assert_eq!(c.values.len(), 2);
+        assert_eq!(c.set, ["a=1,b[0]=x"]);
+        assert_eq!(c.api_versions, ["x/v1", "y/v1", "z/v1/Kind"]);
+        assert!(c.include_crds && c.skip_tests && !c.is_upgrade);
+        assert_eq!(c.version.as_deref(), Some("1.0.0"));
     }
 
     #[test]

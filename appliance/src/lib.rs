@@ -17,6 +17,7 @@ pub mod ingest;
 pub mod logging;
 pub mod metrics;
 pub mod render;
+pub mod render_chart;
 pub mod systemd;
 pub mod ui;
 pub mod validate;

@@ -82,6 +82,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
             match &args.command {
                 Some(RenderCommand::Template(t)) => render::run_template(t, &mut out, &mut err)?,
+                Some(RenderCommand::Chart(c)) => {
+                    if !landscaper_appliance::render_chart::run(c, &mut out, &mut err) {
+                        return Ok(ExitCode::FAILURE);
+                    }
+                }
                 None => render::run(&args, &mut out, &mut err)?,
             }
             Ok(ExitCode::SUCCESS)

@@ -152,3 +152,28 @@ fn to_yaml_from_yaml_round_trip_in_landscaper() {
     );
     assert_eq!(out, "1 float64 true\na: 1\nb: true\nc:\n- x");
 }
+
+/// Landscaper's `include` parses the file into a template of its own
+/// (`gotmpl.New("execution")...Parse(file)`): the including file's `define`s are not visible
+/// there (they were, before), its own are, and its `define`s do not leak back.
+#[test]
+fn landscaper_include_is_isolated_from_the_including_template() {
+    let funcs = landscaper_template_funcs(Components::default());
+    let err = with_files(
+        &funcs,
+        "{{ define \"outer\" }}O{{ end }}{{ include \"inc.tpl\" . }}",
+        MapFiles::new().with("inc.tpl", "{{ template \"outer\" }}"),
+        json!({}),
+    );
+    assert!(err.contains("template \"outer\" not defined"), "{err}");
+    let out = with_files(
+        &funcs,
+        "{{ define \"outer\" }}O{{ end }}{{ include \"inc.tpl\" . }}{{ template \"outer\" }}",
+        MapFiles::new().with(
+            "inc.tpl",
+            "{{ define \"outer\" }}I{{ end }}{{ template \"outer\" }}-{{ .a }}",
+        ),
+        json!({"a": 1}),
+    );
+    assert_eq!(out, "I-1O");
+}

@@ -63,7 +63,8 @@ fn whole_floats_to_ints(v: &mut Value) {
 }
 
 fn float_to_json(f: f64) -> Value {
-    if f.fract() == 0.0 && f.is_finite() {
+    // Go writes -0 as the float `-0`, which reads back as float64 -0 (printed `-0`).
+    if f.fract() == 0.0 && f.is_finite() && !(f == 0.0 && f.is_sign_negative()) {
         if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
             return Value::from(f as i64);
         }
@@ -221,6 +222,27 @@ pub fn source_snippet(source: &str, line: usize, column: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// sigs.k8s.io/yaml reads `-0.0` as float64 -0, which Go prints `-0` (it was `0`).
+    #[test]
+    fn negative_zero_stays_a_negative_float() {
+        let v = parse_yaml("a: -0.0\nb: -0\nc: 0.0\n").unwrap();
+        assert!(
+            v["a"]
+                .as_f64()
+                .is_some_and(|f| f == 0.0 && f.is_sign_negative())
+        );
+        assert_eq!(v["b"], json!(0));
+        assert_eq!(v["c"], json!(0));
+        let out = crate::gotemplate::render(
+            "t",
+            "{{ .a }} {{ .b }} {{ .c }}",
+            &v,
+            &crate::gotemplate::funcs::sprig(),
+        )
+        .unwrap();
+        assert_eq!(out, "-0 0 0");
+    }
 
     #[test]
     fn yaml_reads_like_sigs_k8s_yaml() {

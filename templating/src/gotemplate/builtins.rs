@@ -258,6 +258,7 @@ fn index_arg(index: &Rv, cap: usize) -> Result<usize, String> {
         }
         Value::Int(i) | Value::Int64(i) => *i,
         Value::Uint64(u) => i64::try_from(*u).unwrap_or(i64::MAX),
+        Value::Uint8(u) => i64::from(*u),
         Value::Nil => return Err("cannot index slice/array with nil".into()),
         v => {
             return Err(format!(
@@ -296,7 +297,7 @@ fn index(item: &Rv, indexes: &[Rv]) -> Result<Rv, String> {
             Value::Bytes(b) => {
                 let x = index_arg(&index, b.len())?;
                 match b.get(x) {
-                    Some(v) => Rv::concrete(Value::Int(*v as i64)),
+                    Some(v) => Rv::concrete(Value::Uint8(*v)),
                     None => return Err("reflect: slice index out of range".into()),
                 }
             }
@@ -304,7 +305,7 @@ fn index(item: &Rv, indexes: &[Rv]) -> Result<Rv, String> {
                 let s = item.v.string_bytes().unwrap_or_default();
                 let x = index_arg(&index, s.len())?;
                 match s.get(x) {
-                    Some(v) => Rv::concrete(Value::Int(*v as i64)),
+                    Some(v) => Rv::concrete(Value::Uint8(*v)),
                     None => return Err("reflect: string index out of range".into()),
                 }
             }
@@ -391,7 +392,7 @@ fn basic_kind(v: &Value) -> Kind {
     match v {
         Value::Bool(_) => Kind::Bool,
         Value::Int(_) | Value::Int64(_) => Kind::Int,
-        Value::Uint64(_) => Kind::Uint,
+        Value::Uint64(_) | Value::Uint8(_) => Kind::Uint,
         Value::Float(_) => Kind::Float,
         Value::String(_) | Value::ByteString(_) => Kind::String,
         _ => Kind::Invalid,
@@ -400,7 +401,7 @@ fn basic_kind(v: &Value) -> Kind {
 
 /// Go's `compare(int, uint)` special cases: `Some(ordering)` of a signed and an unsigned value.
 fn int_uint_cmp(v1: &Value, v2: &Value) -> Option<std::cmp::Ordering> {
-    match (v1, v2) {
+    match (&widen(v1), &widen(v2)) {
         (Value::Int(a) | Value::Int64(a), Value::Uint64(b)) => {
             Some(i128::from(*a).cmp(&i128::from(*b)))
         }
@@ -411,17 +412,25 @@ fn int_uint_cmp(v1: &Value, v2: &Value) -> Option<std::cmp::Ordering> {
     }
 }
 
+/// Unsigned values compared as `uint64`, as Go's `basicKind` comparison does.
+fn widen(v: &Value) -> Value {
+    match v {
+        Value::Uint8(u) => Value::Uint64(u64::from(*u)),
+        other => other.clone(),
+    }
+}
+
 const ERR_BAD_COMPARISON_TYPE: &str = "invalid type for comparison";
 const ERR_BAD_COMPARISON: &str = "incompatible types for comparison";
 
 fn eq(arg1: &Rv, arg2: &[Rv]) -> Result<bool, String> {
-    let v1 = &arg1.v;
+    let v1 = &widen(&arg1.v);
     if arg2.is_empty() {
         return Err("missing argument for comparison".into());
     }
     let k1 = basic_kind(v1);
     for arg in arg2 {
-        let v2 = &arg.v;
+        let v2 = &widen(&arg.v);
         let k2 = basic_kind(v2);
         let is_nil = |v: &Value| matches!(v, Value::Nil);
         let truth = if k1 != k2 {
@@ -497,7 +506,7 @@ fn reflect_kind(v: &Value) -> u8 {
 }
 
 fn lt(arg1: &Rv, arg2: &Rv) -> Result<bool, String> {
-    let (v1, v2) = (&arg1.v, &arg2.v);
+    let (v1, v2) = (&widen(&arg1.v), &widen(&arg2.v));
     let k1 = basic_kind(v1);
     if k1 == Kind::Invalid {
         return Err(ERR_BAD_COMPARISON_TYPE.into());

@@ -335,6 +335,10 @@ impl<'a, 'h> State<'a, 'h> {
                     self.at(Ctx::Node(node));
                     if val.is_invalid() {
                         self.out.push_str("<no value>");
+                    } else if let Some(s) = methods::addressable_stringer(&val.v) {
+                        // Go prints an addressable value through its pointer's String method
+                        // (Helm's `{{ .Capabilities.KubeVersion }}` prints `v1.33.0`).
+                        self.out.push_str(&s);
                     } else {
                         print::write_value(&mut self.out, &val.v);
                     }
@@ -1157,6 +1161,32 @@ impl<'a, 'h> CallContext for State<'a, 'h> {
     }
 
     fn execute_text(&mut self, text: &str, data: Value) -> Result<String, FuncError> {
+        self.execute_parsed_text(text, data, false)
+    }
+
+    fn execute_isolated(&mut self, text: &str, data: Value) -> Result<String, FuncError> {
+        self.execute_parsed_text(text, data, true)
+    }
+
+    fn read_file(&self, path: &str) -> Result<Vec<u8>, FuncError> {
+        self.shared.files.read_file(path)
+    }
+
+    fn read_dir(&self, path: &str) -> Result<Vec<(String, bool)>, FuncError> {
+        self.shared.files.read_dir(path)
+    }
+}
+
+impl<'a, 'h> State<'a, 'h> {
+    /// Parses `text` under the set's name and executes it: sharing the current set's
+    /// definitions (`tpl`), or in a set of its own (`isolated`: Landscaper's `include`, which
+    /// parses the file into a new template).
+    fn execute_parsed_text(
+        &mut self,
+        text: &str,
+        data: Value,
+        isolated: bool,
+    ) -> Result<String, FuncError> {
         let parts = self.nested();
         if parts.depth >= parts.shared.limits.max_depth {
             let msg = format!(
@@ -1178,7 +1208,10 @@ impl<'a, 'h> CallContext for State<'a, 'h> {
         });
         let mut overlay: HashMap<String, Rc<Tree>> = HashMap::new();
         for (tname, root) in parsed {
-            if parse::is_empty_list(&root) && parts.scope.lookup(&tname).is_some() && tname != name
+            if !isolated
+                && parse::is_empty_list(&root)
+                && parts.scope.lookup(&tname).is_some()
+                && tname != name
             {
                 continue;
             }
@@ -1196,7 +1229,7 @@ impl<'a, 'h> CallContext for State<'a, 'h> {
         };
         let scope = Scope {
             trees: &overlay,
-            parent: Some(parts.scope),
+            parent: if isolated { None } else { Some(parts.scope) },
         };
         if parts.shared.nesting + NESTED_UNITS > MAX_NESTING {
             return Err(nesting_error(parts.shared, &name));
@@ -1213,13 +1246,5 @@ impl<'a, 'h> CallContext for State<'a, 'h> {
         let r = state.run().map_err(to_func_error);
         parts.shared.nesting -= NESTED_UNITS;
         r
-    }
-
-    fn read_file(&self, path: &str) -> Result<Vec<u8>, FuncError> {
-        self.shared.files.read_file(path)
-    }
-
-    fn read_dir(&self, path: &str) -> Result<Vec<(String, bool)>, FuncError> {
-        self.shared.files.read_dir(path)
     }
 }

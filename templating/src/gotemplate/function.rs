@@ -41,6 +41,11 @@ pub trait CallContext {
     fn execute_named(&mut self, name: &str, data: Value) -> Result<String, FuncError>;
     /// Parses `text` as a template (sharing the current set's definitions) and executes it.
     fn execute_text(&mut self, text: &str, data: Value) -> Result<String, FuncError>;
+    /// Parses `text` as a template set of its own (nothing of the current set is visible) and
+    /// executes it: Landscaper's `include` of a blueprint file.
+    fn execute_isolated(&mut self, text: &str, data: Value) -> Result<String, FuncError> {
+        self.execute_text(text, data)
+    }
     /// Reads a file of the blueprint (relative path, no escape from the blueprint root).
     fn read_file(&self, path: &str) -> Result<Vec<u8>, FuncError>;
     /// Lists a directory of the blueprint: (name, is_dir) pairs, sorted by name.

@@ -2,10 +2,17 @@
 //! (`(semver "1.2.3").Major`, `$t.Year`, `$v.Compare $w`): Go's `evalField` finds a method of
 //! the receiver before it looks for a field or map key.
 
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
 use super::funcs::dates::{self, Time};
 use super::function::GoType;
-use super::value::{Value, go_lossy};
+use super::value::{Elem, Value, go_lossy};
 use crate::semver::Version;
+
+/// Go's type name of Helm's `.Capabilities.KubeVersion` (a struct with the fields `Version`,
+/// `Major`, `Minor` and the methods `String` and `GitVersion`).
+pub const KUBE_VERSION_TYPE: &str = "chartutil.KubeVersion";
 
 /// A method: its Go parameter types and its body (the receiver and the converted arguments).
 #[derive(Clone, Copy)]
@@ -19,6 +26,20 @@ pub(crate) fn lookup(receiver: &Value, name: &str) -> Option<Method> {
     match receiver {
         Value::Semver(_) => semver_method(name),
         Value::Time(_) => time_method(name),
+        Value::Map(m) if m.elem == Elem::Files => files_method(name),
+        Value::Map(m) if m.elem == Elem::Struct(KUBE_VERSION_TYPE) => kube_version_method(name),
+        Value::List(l) if l.elem == Elem::VersionSet => match name {
+            "Has" => Some(m(ONE_STRING, |r, a| {
+                let Value::List(l) = r else {
+                    return Ok(Value::Bool(false));
+                };
+                let want = a[0].string_bytes().unwrap_or_default();
+                Ok(Value::Bool(
+                    l.iter().any(|v| v.string_bytes() == Some(want)),
+                ))
+            })),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -140,4 +161,135 @@ fn time_method(name: &str) -> Option<Method> {
         }),
         _ => return None,
     })
+}
+
+/// The `String()` of a value whose pointer type is a `fmt.Stringer` (Helm's
+/// `chartutil.KubeVersion`): text/template prints an addressable field of such a type through
+/// it.
+pub(crate) fn addressable_stringer(v: &Value) -> Option<String> {
+    match v {
+        Value::Map(m) if m.elem == Elem::Struct(KUBE_VERSION_TYPE) => Some(
+            m.borrow()
+                .get("Version")
+                .and_then(|v| v.string_bytes().map(go_lossy))
+                .unwrap_or_default(),
+        ),
+        _ => None,
+    }
+}
+
+fn kube_version_method(name: &str) -> Option<Method> {
+    match name {
+        "String" | "GitVersion" => Some(m(NO_PARAMS, |r, _| {
+            let Value::Map(m) = r else {
+                return Ok(Value::string(""));
+            };
+            Ok(m.borrow()
+                .get("Version")
+                .cloned()
+                .unwrap_or_else(|| Value::string("")))
+        })),
+        _ => None,
+    }
+}
+
+/// The files of a Helm `.Files` value, by name.
+fn files_of(r: &Value) -> Vec<(String, Value)> {
+    match r {
+        Value::Map(m) => m
+            .borrow()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn file_bytes(v: &Value) -> Vec<u8> {
+    match v {
+        Value::Bytes(b) | Value::ByteString(b) => b.to_vec(),
+        Value::String(s) => s.as_bytes().to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+fn get_file(r: &Value, name: &[u8]) -> Vec<u8> {
+    let Value::Map(m) = r else {
+        return Vec::new();
+    };
+    let name = String::from_utf8_lossy(name);
+    m.borrow().get(&*name).map(file_bytes).unwrap_or_default()
+}
+
+/// Helm's `engine.files` methods (`pkg/engine/files.go`).
+fn files_method(name: &str) -> Option<Method> {
+    Some(match name {
+        "GetBytes" => m(ONE_STRING, |r, a| {
+            let name = a[0].string_bytes().unwrap_or_default();
+            Ok(Value::Bytes(Rc::from(get_file(r, name))))
+        }),
+        "Get" => m(ONE_STRING, |r, a| {
+            let name = a[0].string_bytes().unwrap_or_default();
+            Ok(Value::from_bytes(get_file(r, name)))
+        }),
+        "Glob" => m(ONE_STRING, |r, a| {
+            let pattern = go_lossy(a[0].string_bytes().unwrap_or_default());
+            let matcher = crate::gotemplate::funcs::helm::Glob::compile(&pattern)
+                .unwrap_or_else(crate::gotemplate::funcs::helm::Glob::any);
+            let entries: BTreeMap<String, Value> = files_of(r)
+                .into_iter()
+                .filter(|(k, _)| matcher.matches(k))
+                .collect();
+            Ok(Value::typed_map(Elem::Files, entries))
+        }),
+        "AsConfig" => m(NO_PARAMS, |r, _| {
+            let entries: BTreeMap<String, Value> = files_of(r)
+                .into_iter()
+                .map(|(k, v)| (base_name(&k), Value::from_bytes(file_bytes(&v))))
+                .collect();
+            Ok(Value::string(crate::gotemplate::funcs::helm::to_yaml(
+                &Value::typed_map(Elem::String, entries),
+            )))
+        }),
+        "AsSecrets" => m(NO_PARAMS, |r, _| {
+            use base64::Engine as _;
+            let entries: BTreeMap<String, Value> = files_of(r)
+                .into_iter()
+                .map(|(k, v)| {
+                    let b64 = base64::engine::general_purpose::STANDARD.encode(file_bytes(&v));
+                    (base_name(&k), Value::string(b64))
+                })
+                .collect();
+            Ok(Value::string(crate::gotemplate::funcs::helm::to_yaml(
+                &Value::typed_map(Elem::String, entries),
+            )))
+        }),
+        "Lines" => m(ONE_STRING, |r, a| {
+            let name = a[0].string_bytes().unwrap_or_default();
+            let data = get_file(r, name);
+            if data.is_empty() {
+                return Ok(Value::string_list(Vec::<String>::new()));
+            }
+            let mut text = data;
+            if text.last() == Some(&b'\n') {
+                text.pop();
+            }
+            Ok(Value::typed_list(
+                Elem::String,
+                text.split(|&b| b == b'\n')
+                    .map(|l| Value::from_bytes(l.to_vec()))
+                    .collect(),
+            ))
+        }),
+        _ => return None,
+    })
+}
+
+/// Go's `path.Base` of a slash-separated path.
+fn base_name(p: &str) -> String {
+    let t = p.trim_end_matches('/');
+    if t.is_empty() {
+        return if p.is_empty() { ".".into() } else { "/".into() };
+    }
+    t.rsplit('/').next().unwrap_or(t).to_string()
 }

@@ -5,7 +5,7 @@ mod exec;
 pub mod funcs;
 pub mod function;
 mod lex;
-mod methods;
+pub mod methods;
 mod parse;
 pub mod print;
 mod strconv;

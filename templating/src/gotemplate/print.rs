@@ -162,6 +162,10 @@ fn int_from_arg(a: &[Value], arg_num: usize) -> (isize, bool, usize) {
                 num = u as isize;
                 is_int = true;
             }
+            Value::Uint8(u) => {
+                num = isize::from(u);
+                is_int = true;
+            }
             _ => {}
         }
         new_arg_num = arg_num + 1;
@@ -747,6 +751,7 @@ impl Printer {
             Value::Bool(b) => self.fmt_bool(*b, verb, v),
             Value::Int(i) | Value::Int64(i) => self.fmt_int(*i, verb, v),
             Value::Uint64(u) => self.fmt_uint(*u, verb, v),
+            Value::Uint8(u) => self.fmt_uint(u64::from(*u), verb, v),
             Value::Float(f) => self.fmt_float_verb(*f, verb, v),
             Value::String(s) => self.fmt_string(s, verb, v),
             Value::ByteString(b) => self.fmt_byte_string(b, verb, v),

@@ -39,6 +39,11 @@ pub enum Elem {
     /// (`Cert`, `Key`) is one. It prints as Go prints a struct, `typeOf` and `kindOf` name it,
     /// and parameters of map type do not accept it.
     Struct(&'static str),
+    /// Helm's `.Files` (`engine.files`, a `map[string][]byte` with methods `Get`, `GetBytes`,
+    /// `Glob`, `Lines`, `AsConfig`, `AsSecrets`): values are [`Value::Bytes`].
+    Files,
+    /// Helm's `.Capabilities.APIVersions` (`chartutil.VersionSet`, a `[]string` with `Has`).
+    VersionSet,
 }
 
 /// A Go slice: its element type and items.
@@ -66,6 +71,8 @@ impl GoSlice {
             Elem::InterfaceSlice => "[][]interface {}",
             Elem::Map => "[]map[string]interface {}",
             Elem::Struct(name) => name,
+            Elem::VersionSet => "chartutil.VersionSet",
+            Elem::Files => "engine.files",
         }
     }
 }
@@ -92,6 +99,7 @@ impl GoMap {
         match self.elem {
             Elem::String => "map[string]string",
             Elem::Struct(name) => name,
+            Elem::Files => "engine.files",
             _ => "map[string]interface {}",
         }
     }
@@ -100,6 +108,7 @@ impl GoMap {
     pub fn zero_elem(&self) -> Value {
         match self.elem {
             Elem::String => Value::string(""),
+            Elem::Files => Value::Bytes(Rc::from(&[][..])),
             _ => Value::Nil,
         }
     }
@@ -123,6 +132,8 @@ pub enum Value {
     Int64(i64),
     /// Go `uint64`: what `*semver.Version`'s `Major`, `Minor` and `Patch` return.
     Uint64(u64),
+    /// Go `uint8` (a byte): what `index` of a string or a `[]byte` yields.
+    Uint8(u8),
     /// Go `float64`: every JSON number, float literals, `float64`, `addf`, ...
     Float(f64),
     /// A Go `string` of valid UTF-8 (nearly all of them).
@@ -206,6 +217,7 @@ impl Value {
             Value::Int(_) => "int",
             Value::Int64(_) => "int64",
             Value::Uint64(_) => "uint64",
+            Value::Uint8(_) => "uint8",
             Value::Float(_) => "float64",
             Value::String(_) | Value::ByteString(_) => "string",
             Value::Bytes(_) => "[]uint8",
@@ -224,6 +236,7 @@ impl Value {
             Value::Int(_) => "int",
             Value::Int64(_) => "int64",
             Value::Uint64(_) => "uint64",
+            Value::Uint8(_) => "uint8",
             Value::Float(_) => "float64",
             Value::String(_) | Value::ByteString(_) => "string",
             Value::Bytes(_) | Value::List(_) => "slice",
@@ -272,6 +285,7 @@ impl Value {
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Int(i) | Value::Int64(i) => serde_json::Value::from(*i),
             Value::Uint64(u) => serde_json::Value::from(*u),
+            Value::Uint8(u) => serde_json::Value::from(*u),
             Value::Float(f) => serde_json::Number::from_f64(*f)
                 .map(serde_json::Value::Number)
                 .ok_or_else(|| format!("json: unsupported value: {f}"))?,
@@ -311,6 +325,7 @@ impl Value {
             Value::Bool(b) => *b,
             Value::Int(i) | Value::Int64(i) => *i != 0,
             Value::Uint64(u) => *u != 0,
+            Value::Uint8(u) => *u != 0,
             Value::Float(f) => *f != 0.0,
             Value::String(s) => !s.is_empty(),
             Value::ByteString(b) | Value::Bytes(b) => !b.is_empty(),

@@ -205,6 +205,7 @@ pub fn to_int64(v: &Value) -> i64 {
     match v {
         Value::Int(i) | Value::Int64(i) => *i,
         Value::Uint64(u) => *u as i64,
+        Value::Uint8(u) => i64::from(*u),
         Value::Float(f) => float_to_i64(*f),
         Value::String(s) => parse_int(trim_zero_decimal(s), 0).unwrap_or(0),
         Value::Bool(b) => *b as i64,
@@ -217,6 +218,7 @@ pub fn to_float64(v: &Value) -> f64 {
     match v {
         Value::Int(i) | Value::Int64(i) => *i as f64,
         Value::Uint64(u) => *u as f64,
+        Value::Uint8(u) => f64::from(*u),
         Value::Float(f) => *f,
         Value::String(s) => parse_float(s).unwrap_or(0.0),
         Value::Bool(true) => 1.0,

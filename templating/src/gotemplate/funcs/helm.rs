@@ -204,3 +204,105 @@ pub fn to_yaml(v: &Value) -> String {
         Err(_) => String::new(),
     }
 }
+
+/// A glob as Helm's `.Files.Glob` compiles it (`github.com/gobwas/glob` with `/` as the
+/// separator): `*` matches within a path segment, `**` across segments, `?` one character
+/// of a segment, `[abc]`/`[!a-z]` classes, `{a,b}` alternatives, `\` escapes.
+#[derive(Debug, Clone)]
+pub struct Glob(regex::Regex);
+
+impl Glob {
+    /// The compiled glob, or `None` when the pattern is malformed (Helm then uses `**`).
+    pub fn compile(pattern: &str) -> Option<Glob> {
+        let mut re = String::from("^(?s:");
+        let chars: Vec<char> = pattern.chars().collect();
+        let mut i = 0;
+        let mut depth = 0usize;
+        while i < chars.len() {
+            let c = chars[i];
+            match c {
+                '*' => {
+                    if chars.get(i + 1) == Some(&'*') {
+                        re.push_str(".*");
+                        i += 1;
+                    } else {
+                        re.push_str("[^/]*");
+                    }
+                }
+                '?' => re.push_str("[^/]"),
+                '[' => {
+                    let mut j = i + 1;
+                    let mut class = String::from("[");
+                    if chars.get(j) == Some(&'!') {
+                        class.push('^');
+                        j += 1;
+                    }
+                    let start = j;
+                    while j < chars.len() && (chars[j] != ']' || j == start) {
+                        let ch = chars[j];
+                        if ch == '\\' || ch == '[' || ch == '&' || ch == '~' || ch == '^' {
+                            class.push('\\');
+                        }
+                        class.push(ch);
+                        j += 1;
+                    }
+                    if j >= chars.len() {
+                        return None;
+                    }
+                    class.push(']');
+                    re.push_str(&class);
+                    i = j;
+                }
+                '{' => {
+                    depth += 1;
+                    re.push_str("(?:");
+                }
+                '}' if depth > 0 => {
+                    depth -= 1;
+                    re.push(')');
+                }
+                ',' if depth > 0 => re.push('|'),
+                '\\' => {
+                    i += 1;
+                    let next = *chars.get(i)?;
+                    re.push_str(&regex::escape(&next.to_string()));
+                }
+                other => re.push_str(&regex::escape(&other.to_string())),
+            }
+            i += 1;
+        }
+        if depth != 0 {
+            return None;
+        }
+        re.push_str(")$");
+        regex::Regex::new(&re).ok().map(Glob)
+    }
+
+    /// `**`: everything.
+    pub fn any() -> Glob {
+        Glob(regex::Regex::new("^(?s:.*)$").expect("constant regex"))
+    }
+
+    pub fn matches(&self, name: &str) -> bool {
+        self.0.is_match(name)
+    }
+}
+
+#[cfg(test)]
+mod glob_tests {
+    use super::Glob;
+
+    #[test]
+    fn globs_match_as_gobwas_with_slash_separator() {
+        let g = Glob::compile("files/*.yaml").unwrap();
+        assert!(g.matches("files/a.yaml"));
+        assert!(!g.matches("files/sub/a.yaml"));
+        let g = Glob::compile("files/**.yaml").unwrap();
+        assert!(g.matches("files/sub/a.yaml"));
+        let g = Glob::compile("conf/{a,b}?.[!x]son").unwrap();
+        assert!(g.matches("conf/a1.json"));
+        assert!(!g.matches("conf/c1.json"));
+        assert!(!g.matches("conf/a1.xson"));
+        assert!(Glob::compile("a[").is_none());
+    }
+}

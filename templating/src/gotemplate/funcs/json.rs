@@ -28,6 +28,7 @@ fn write(out: &mut String, v: &Value, html: bool) -> Result<(), String> {
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(i) | Value::Int64(i) => out.push_str(&i.to_string()),
         Value::Uint64(u) => out.push_str(&u.to_string()),
+        Value::Uint8(u) => out.push_str(&u.to_string()),
         Value::Float(f) => out.push_str(&float(*f)?),
         Value::String(s) => write_string(out, s, html),
         // Invalid UTF-8 bytes are written as U+FFFD.
@@ -193,7 +194,9 @@ pub fn kind_word(v: &Value) -> &'static str {
     match v {
         Value::Nil => "null",
         Value::Bool(_) => "bool",
-        Value::Int(_) | Value::Int64(_) | Value::Uint64(_) | Value::Float(_) => "number",
+        Value::Int(_) | Value::Int64(_) | Value::Uint64(_) | Value::Uint8(_) | Value::Float(_) => {
+            "number"
+        }
         Value::String(_) | Value::ByteString(_) | Value::Time(_) | Value::Semver(_) => "string",
         Value::List(_) | Value::Bytes(_) => "array",
         Value::Map(_) => "object",

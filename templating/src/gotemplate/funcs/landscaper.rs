@@ -61,7 +61,7 @@ pub fn landscaper(components: Components) -> FuncMap {
             .map_err(|e| FuncError::new(format!("unable to read include file {}: {e}", crate::gofmt::quote(&name))))
             .and_then(|data| {
                 let text = String::from_utf8_lossy(&data).into_owned();
-                ctx.execute_text(&text, a[1].clone())
+                ctx.execute_isolated(&text, a[1].clone())
             });
         if let Some(n) = included.borrow_mut().get_mut(&*name) {
             *n -= 1;

@@ -14,6 +14,7 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Int(x), Value::Int(y)) | (Value::Int64(x), Value::Int64(y)) => x == y,
         (Value::Uint64(x), Value::Uint64(y)) => x == y,
+        (Value::Uint8(x), Value::Uint8(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::String(x), Value::String(y)) => x == y,
         (Value::ByteString(x), Value::ByteString(y)) | (Value::Bytes(x), Value::Bytes(y)) => x == y,

@@ -189,6 +189,7 @@ impl Enc {
             Value::Bool(b) => self.out.push_str(&b.to_string()),
             Value::Int(i) | Value::Int64(i) => self.out.push_str(&i.to_string()),
             Value::Uint64(u) => self.out.push_str(&u.to_string()),
+            Value::Uint8(u) => self.out.push_str(&u.to_string()),
             Value::Float(f) => {
                 if f.is_nan() {
                     self.out

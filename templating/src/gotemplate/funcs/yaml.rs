@@ -524,6 +524,7 @@ impl Emitter {
             Value::Bool(b) => self.emit_scalar(if *b { "true" } else { "false" }, Style::Plain),
             Value::Int(i) | Value::Int64(i) => self.emit_scalar(&i.to_string(), Style::Plain),
             Value::Uint64(u) => self.emit_scalar(&u.to_string(), Style::Plain),
+            Value::Uint8(u) => self.emit_scalar(&u.to_string(), Style::Plain),
             Value::Float(f) if f.abs() < 1e15 && f.fract() == 0.0 => {
                 // What JSON writes reads back as this integer (-0 as 0).
                 self.emit_scalar(&(*f as i64).to_string(), Style::Plain);

@@ -1,0 +1,393 @@
+//! Helm 3 charts in-process: loading ([`chart`]), values ([`values`], [`strvals`]),
+//! rendering ([`engine`]) and Helm's install order ([`sort`]), on top of the Go-template
+//! engine of `landscaper-templating`. [`template`] does what `helm template` does.
+//!
+//! Sandbox: templates see the chart's own files only (`.Files`), no environment, no network
+//! (`lookup` is empty offline); every template execution has the engine's budget.
+
+pub mod chart;
+pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod ignore;
+mod semver;
+pub mod sort;
+pub mod strvals;
+pub mod values;
+
+use std::collections::BTreeMap;
+
+use landscaper_templating::gotemplate::Value;
+use landscaper_templating::gotemplate::value::MapRef;
+
+pub use chart::{Chart, load, load_archive, load_dir};
+pub use engine::{Capabilities, KubeVersion, ReleaseOptions};
+pub use semver::is_compatible_range;
+pub use sort::Manifest;
+
+/// What went wrong, naming the step.
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    #[error("loading chart {chart}: {message}")]
+    Load { chart: String, message: String },
+    #[error("{0}")]
+    Values(String),
+    #[error("{0}")]
+    Dependencies(String),
+    #[error(
+        "values don't meet the specifications of the schema(s) in the following chart(s):\n{0}"
+    )]
+    Schema(String),
+    #[error("{0}")]
+    KubeVersion(String),
+    #[error("{0}")]
+    Render(String),
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl ChartError {
+    /// The message without the step's prefix.
+    pub fn message(&self) -> String {
+        match self {
+            ChartError::Load { chart, message } if chart.is_empty() => message.clone(),
+            ChartError::Load { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Options of `helm template`.
+#[derive(Debug, Clone)]
+pub struct TemplateOptions {
+    pub release: ReleaseOptions,
+    pub capabilities: Capabilities,
+    pub include_crds: bool,
+    pub skip_tests: bool,
+    pub show_only: Vec<String>,
+}
+
+/// A rendered release: CRDs (from `crds/` folders), manifests and hooks in install order.
+#[derive(Debug, Clone, Default)]
+pub struct Rendered {
+    /// (path, content) of every `crds/` file of the chart and its enabled dependencies.
+    pub crds: Vec<(String, String)>,
+    pub manifests: Vec<Manifest>,
+    pub hooks: Vec<Manifest>,
+}
+
+/// User values from `-f` files (YAML texts, merged in order) and `--set-json`, `--set`,
+/// `--set-string` (Helm's `values.Options.MergeValues`).
+#[derive(Debug, Clone, Default)]
+pub struct ValueOptions {
+    /// (name for messages, YAML text).
+    pub files: Vec<(String, String)>,
+    pub json_values: Vec<String>,
+    pub values: Vec<String>,
+    pub string_values: Vec<String>,
+}
+
+impl ValueOptions {
+    pub fn merge(&self) -> Result<MapRef, ChartError> {
+        let mut base = values::new_table();
+        for (name, text) in &self.files {
+            let current = match landscaper_templating::gotemplate::funcs::yaml::unmarshal(text) {
+                Ok(Value::Map(m)) => m,
+                Ok(Value::Nil) => values::new_table(),
+                Ok(other) => {
+                    return Err(ChartError::Values(format!(
+                        "failed to parse {name}: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                        landscaper_templating::gotemplate::funcs::json::kind_word(&other)
+                    )));
+                }
+                Err(e) => return Err(ChartError::Values(format!("failed to parse {name}: {e}"))),
+            };
+            base = values::merge_maps(&base, &current);
+        }
+        for v in &self.json_values {
+            strvals::parse_json(v, &base)
+                .map_err(|_| ChartError::Values(format!("failed parsing --set-json data {v}")))?;
+        }
+        for v in &self.values {
+            strvals::parse_into(v, &base)
+                .map_err(|e| ChartError::Values(format!("failed parsing --set data: {e}")))?;
+        }
+        for v in &self.string_values {
+            strvals::parse_into_string(v, &base).map_err(|e| {
+                ChartError::Values(format!("failed parsing --set-string data: {e}"))
+            })?;
+        }
+        Ok(base)
+    }
+}
+
+/// `CheckDependencies`: every dependency of Chart.yaml is present in `charts/`.
+fn check_dependencies(c: &Chart) -> Result<(), ChartError> {
+    let missing: Vec<&str> = c
+        .metadata
+        .dependencies
+        .iter()
+        .filter(|r| !c.dependencies.iter().any(|d| d.name() == r.name))
+        .map(|r| r.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(ChartError::Dependencies(format!(
+        "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
+        missing.join(", ")
+    )))
+}
+
+/// `ValidateAgainstSchema`: the chart's and every subchart's `values.schema.json`.
+fn validate_schemas(c: &Chart, vals: &MapRef, out: &mut String) -> Result<(), ChartError> {
+    if let Some(schema) = &c.schema {
+        let schema: serde_json::Value = serde_json::from_slice(schema).map_err(|e| {
+            ChartError::Schema(format!("{}:\ninvalid values.schema.json: {e}\n", c.name()))
+        })?;
+        let instance = Value::Map(vals.clone())
+            .to_json()
+            .map_err(|e| ChartError::Values(e.to_string()))?;
+        let draft = jsonschema::Draft::Draft202012.detect(&schema);
+        let validator = jsonschema::options()
+            .with_draft(draft)
+            .with_retriever(NoRemote)
+            .build(&schema)
+            .map_err(|e| ChartError::Schema(format!("{}:\n{e}\n", c.name())))?;
+        let all: Vec<(String, String, bool)> = validator
+            .iter_errors(&instance)
+            .map(|e| {
+                let at = e.instance_path().as_str().to_string();
+                let is_type = matches!(
+                    e.kind(),
+                    jsonschema::error::ValidationErrorKind::Type { .. }
+                );
+                (at, schema_message(&e), is_type)
+            })
+            .collect();
+        // Where a value has the wrong type, Helm's validator reports only that.
+        let errors: Vec<String> = all
+            .iter()
+            .filter(|(at, _, is_type)| *is_type || !all.iter().any(|(a, _, t)| *t && a == at))
+            .map(|(at, msg, _)| format!("- at '{at}': {msg}"))
+            .collect();
+        if !errors.is_empty() {
+            out.push_str(&format!("{}:\n{}\n", c.name(), errors.join("\n")));
+        }
+    }
+    for sub in &c.dependencies {
+        let sv = match vals.borrow().get(sub.name()) {
+            Some(Value::Map(m)) => m.clone(),
+            _ => values::new_table(),
+        };
+        validate_schemas(sub, &sv, out)?;
+    }
+    Ok(())
+}
+
+/// A violation in the words of Helm's validator (santhosh-tekuri/jsonschema v6) where they
+/// are known, else the validator's own.
+fn schema_message(e: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::{TypeKind, ValidationErrorKind as K};
+    let quote_all = |items: &mut dyn Iterator<Item = String>| {
+        items
+            .map(|s| format!("'{s}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let json_type = |v: &serde_json::Value| match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    };
+    match e.kind() {
+        K::Type { kind } => {
+            let want = match kind {
+                TypeKind::Single(t) => t.to_string(),
+                TypeKind::Multiple(set) => set
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or "),
+            };
+            format!("got {}, want {want}", json_type(e.instance()))
+        }
+        K::Required { property } => match property {
+            serde_json::Value::String(p) => format!("missing property '{p}'"),
+            other => format!("missing property {other}"),
+        },
+        K::AdditionalProperties { unexpected } => {
+            let names = quote_all(&mut unexpected.iter().cloned());
+            if unexpected.len() == 1 {
+                format!("additional property {names} not allowed")
+            } else {
+                format!("additional properties {names} not allowed")
+            }
+        }
+        K::Enum { options } => match options.as_ref() {
+            serde_json::Value::Array(items) => format!(
+                "value must be one of {}",
+                items
+                    .iter()
+                    .map(|v| match v {
+                        serde_json::Value::String(s) => format!("'{s}'"),
+                        other => other.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            other => format!("value must be one of {other}"),
+        },
+        _ => e.to_string(),
+    }
+}
+
+struct NoRemote;
+
+impl jsonschema::Retrieve for NoRemote {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!("cannot load {uri}: no network or file access while rendering charts").into())
+    }
+}
+
+/// Renders a chart as `helm template` (install, revision 1): dependencies processed, values
+/// coalesced and validated, `kubeVersion` checked, templates rendered and sorted.
+pub fn render(
+    chart: Chart,
+    user_values: &MapRef,
+    opts: &TemplateOptions,
+) -> Result<Rendered, ChartError> {
+    render_limited(chart, user_values, opts, &engine::chart_limits())
+}
+
+/// [`render`] with the given limits for each template execution.
+pub fn render_limited(
+    mut chart: Chart,
+    user_values: &MapRef,
+    opts: &TemplateOptions,
+    limits: &landscaper_templating::gotemplate::Limits,
+) -> Result<Rendered, ChartError> {
+    if !matches!(chart.metadata.chart_type.as_str(), "" | "application") {
+        return Err(ChartError::Usage(format!(
+            "{} charts are not installable",
+            chart.metadata.chart_type
+        )));
+    }
+    check_dependencies(&chart)?;
+    values::process_dependencies(&mut chart, user_values)?;
+    let vals = values::coalesce_values(&chart, Some(user_values), false)?;
+    let mut schema_errors = String::new();
+    validate_schemas(&chart, &vals, &mut schema_errors)?;
+    if !schema_errors.is_empty() {
+        return Err(ChartError::Schema(schema_errors));
+    }
+    let kube = &opts.capabilities.kube_version;
+    if !chart.metadata.kube_version.is_empty()
+        && !is_compatible_range(&chart.metadata.kube_version, &kube.version)
+    {
+        return Err(ChartError::KubeVersion(format!(
+            "chart requires kubeVersion: {} which is incompatible with Kubernetes {}",
+            chart.metadata.kube_version, kube.version
+        )));
+    }
+    let release = &opts.release;
+    let top = values::new_table();
+    {
+        let mut t = top.borrow_mut();
+        t.insert("Values".into(), Value::Map(vals));
+        t.insert(
+            "Release".into(),
+            Value::map(BTreeMap::from([
+                ("Name".into(), Value::string(release.name.as_str())),
+                (
+                    "Namespace".into(),
+                    Value::string(release.namespace.as_str()),
+                ),
+                ("IsUpgrade".into(), Value::Bool(release.is_upgrade)),
+                ("IsInstall".into(), Value::Bool(release.is_install)),
+                ("Revision".into(), Value::Int(release.revision)),
+                ("Service".into(), Value::string("Helm")),
+            ])),
+        );
+        t.insert("Capabilities".into(), opts.capabilities.to_value());
+    }
+    let mut files = engine::render(&chart, &top, limits)?;
+    files.retain(|k, _| !k.ends_with("NOTES.txt"));
+    let (hooks, manifests) = sort::sort_manifests(&files)?;
+    let crds = if opts.include_crds {
+        chart
+            .crd_objects(chart.name())
+            .into_iter()
+            .map(|(p, d)| (p, String::from_utf8_lossy(&d).into_owned()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Rendered {
+        crds,
+        manifests,
+        hooks,
+    })
+}
+
+/// The stdout of `helm template` for a rendered release.
+pub fn template_output(r: &Rendered, opts: &TemplateOptions) -> Result<String, ChartError> {
+    let mut manifest = String::new();
+    for (path, data) in &r.crds {
+        manifest.push_str(&format!("---\n# Source: {path}\n{data}\n"));
+    }
+    for m in &r.manifests {
+        manifest.push_str(&format!("---\n# Source: {}\n{}\n", m.path, m.content));
+    }
+    let mut out = format!("{}\n", manifest.trim());
+    for h in &r.hooks {
+        if opts.skip_tests && h.is_test_hook() {
+            continue;
+        }
+        out.push_str(&format!("---\n# Source: {}\n{}\n", h.path, h.content));
+    }
+    if opts.show_only.is_empty() {
+        return Ok(out);
+    }
+    let source = regex::Regex::new("# Source: [^/]+/(.+)").expect("constant regex");
+    let docs = sort::split_manifests(&out);
+    let mut shown = String::new();
+    for f in &opts.show_only {
+        let pattern = ignore::go_match_regex(f);
+        let mut missing = true;
+        for doc in &docs {
+            let Some(m) = source.captures(doc) else {
+                continue;
+            };
+            let path = &m[1];
+            if pattern.as_ref().is_some_and(|p| p.is_match(path)) {
+                shown.push_str(&format!("---\n{doc}\n"));
+                missing = false;
+            }
+        }
+        if missing {
+            return Err(ChartError::Usage(format!(
+                "could not find template {f} in chart"
+            )));
+        }
+    }
+    Ok(shown)
+}
+
+/// `helm template`: load nothing, render `chart` with the values, print as Helm prints.
+pub fn template(
+    chart: Chart,
+    values: &ValueOptions,
+    opts: &TemplateOptions,
+) -> Result<String, ChartError> {
+    let user = values.merge()?;
+    let rendered = render(chart, &user, opts)?;
+    template_output(&rendered, opts)
+}

@@ -13,6 +13,7 @@ mod key;
 pub mod model;
 pub mod object;
 pub mod selector;
+mod source;
 pub mod stats;
 
 pub use change::{Change, ChangeSet, ChangeType, HistoryEntry, SharedChangeSet};
@@ -26,3 +27,4 @@ pub use flow::{FlowDirection, FlowKind, FlowRef};
 pub use key::ObjectKey;
 pub use model::Kind;
 pub use selector::LabelSelector;
+pub use source::{MemoryObjects, ObjectSource};

@@ -48,6 +48,45 @@ spec:
           imports:
             - name: password
               schema: {{type: string}}
+          exports:
+            - name: copied
+              schema: {{type: string}}
+            - name: endpoint
+              type: target
+              targetType: example.com/service
+          deployExecutions:
+            - name: default
+              type: GoTemplate
+              template: |
+                deployItems:
+                  - name: uses-password
+                    type: landscaper.gardener.cloud/mock
+                    config:
+                      apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+                      kind: ProviderConfiguration
+                      providerStatus:
+                        apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+                        kind: ProviderStatus
+                        password: {{{{ .imports.password | quote }}}}
+                      export:
+                        echoed: {{{{ .imports.password | quote }}}}
+          exportExecutions:
+            - name: default
+              type: GoTemplate
+              template: |
+                exports:
+                  copied: {{{{ index .values.deployitems "uses-password" "echoed" | quote }}}}
+                  endpoint:
+                    type: example.com/service
+                    config:
+                      token: {{{{ .values.dataobjects.password | quote }}}}
+  exports:
+    data:
+      - name: copied
+        dataRef: copied-password
+    targets:
+      - name: endpoint
+        target: service-endpoint
 ---
 apiVersion: landscaper.gardener.cloud/v1alpha1
 kind: Installation
@@ -131,6 +170,38 @@ fn values_imported_from_secrets_are_redacted_for_anonymous_readers() {
     assert_eq!(plain["data"], "visible-value", "{plain}");
     assert!(plain["metadata"]["annotations"][FROM_SECRET].is_null());
 
+    // The installation renders the Secret value into its deploy item's config, and its export
+    // templates copy it into an export DataObject and an exported Target.
+    const LS: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/e2e";
+    eventually(Duration::from_secs(60), "root to succeed", || {
+        let root = authorised
+            .get_json(&format!("{LS}/installations/root"))
+            .ok()?;
+        (root["status"]["phase"] == "Succeeded").then_some(())
+    });
+    let copies = [
+        format!("{LS}/executions"),
+        format!("{LS}/deployitems"),
+        format!("{LS}/dataobjects/copied-password"),
+        format!("{LS}/targets/service-endpoint"),
+    ];
+    for path in &copies {
+        let (status, body) = authorised.get(path, "application/json").unwrap();
+        let body = String::from_utf8_lossy(&body);
+        assert_eq!(status, 200, "{path}: {body}");
+        assert!(body.contains(MARKER), "{path} (authorised): {body}");
+        assert!(body.contains(FROM_SECRET), "{path} is not marked: {body}");
+        for accept in ["application/json", TABLE] {
+            let (status, body) = anonymous.get(path, accept).unwrap();
+            let body = String::from_utf8_lossy(&body);
+            assert_eq!(status, 200, "{path}: {body}");
+            assert!(
+                !body.contains(MARKER),
+                "GET {path} ({accept}) shows the secret: {body}"
+            );
+        }
+    }
+
     let name = revealed["metadata"]["name"].as_str().unwrap();
     let paths = [
         DATA_OBJECTS.to_string(),
@@ -166,7 +237,11 @@ fn values_imported_from_secrets_are_redacted_for_anonymous_readers() {
     assert!(body.contains(name), "{body}");
     assert!(!body.contains(MARKER), "the watch shows the secret: {body}");
     // The status page.
-    for path in ["/", "/ui/installations/e2e/root"] {
+    for path in [
+        "/",
+        "/ui/installations/e2e/root",
+        "/ui/installations/e2e/other",
+    ] {
         let (status, body) = anonymous.get(path, "text/html").unwrap();
         let body = String::from_utf8_lossy(&body);
         assert_eq!(status, 200, "{path}: {body}");

@@ -9,8 +9,12 @@
 //! would repeat the values) is redacted too, and the object is marked with the annotation
 //! `appliance.landscaper-appliance.io/redacted: "true"`. The keys stay visible. An inline
 //! `spec.config.kubeconfig` of a Target (whatever its shape) is a credential too and is shown
-//! as `<redacted>`, and so is the `data` of a DataObject the appliance marked with
-//! `appliance.landscaper-appliance.io/from-secret: "true"` (an import copied from a Secret).
+//! as `<redacted>`. Objects the appliance marked with
+//! `appliance.landscaper-appliance.io/from-secret: "true"` hold values read from a Secret (an
+//! installation importing one marks its import and export DataObjects and Targets, its
+//! Execution, subinstallations, and through the Execution its deploy items and their export
+//! DataObject): their `data`, Target `spec.config`, deploy item configs and data mappings are
+//! shown as `<redacted>` too.
 
 use std::collections::HashMap;
 
@@ -319,9 +323,60 @@ pub fn present_as(kind: Kind, mut object: Value, reveal_secrets: bool) -> Value 
 pub fn redact(kind: Kind, object: &mut Value) {
     match kind {
         Kind::Secret => redact_secret(object),
-        Kind::Target => redact_target(object),
-        Kind::DataObject => redact_data_object(object),
+        Kind::Target => {
+            redact_target(object);
+            redact_from_secret(object, &["/spec/config"]);
+        }
+        Kind::DataObject => redact_from_secret(object, &["/data"]),
+        Kind::Execution => {
+            let configs = object
+                .pointer("/spec/deployItems")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let paths: Vec<String> = (0..configs)
+                .map(|i| format!("/spec/deployItems/{i}/config"))
+                .collect();
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            redact_from_secret(object, &paths);
+        }
+        // The mock deployer copies parts of the config into the provider status.
+        Kind::DeployItem => redact_from_secret(object, &["/spec/config", "/status/providerStatus"]),
+        Kind::Installation => redact_from_secret(
+            object,
+            &["/spec/importDataMappings", "/spec/exportDataMappings"],
+        ),
         _ => {}
+    }
+}
+
+/// Whether the appliance marked the object [`FROM_SECRET_ANNOTATION`]: parts of it were
+/// rendered from values read from a Secret.
+fn is_from_secret(object: &Value) -> bool {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(FROM_SECRET_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("true")
+}
+
+/// Replaces the fields at `pointers` of an object marked [`FROM_SECRET_ANNOTATION`] (an import
+/// copied from a Secret, or a deploy item config, export or data mapping a template rendered
+/// from one) with [`REDACTED`]; absent fields stay absent.
+fn redact_from_secret(object: &mut Value, pointers: &[&str]) {
+    if !is_from_secret(object) {
+        return;
+    }
+    let mut replaced = false;
+    for pointer in pointers {
+        if let Some(field) = object.pointer_mut(pointer)
+            && !field.is_null()
+        {
+            *field = Value::String(REDACTED.to_string());
+            replaced = true;
+        }
+    }
+    if replaced {
+        mark_redacted(object);
     }
 }
 
@@ -352,27 +407,6 @@ pub fn redact_target(target: &mut Value) {
     if replaced {
         mark_redacted(target);
     }
-}
-
-/// Replaces the `data` of a DataObject marked [`FROM_SECRET_ANNOTATION`] (its values came
-/// from a Secret) with [`REDACTED`].
-pub fn redact_data_object(object: &mut Value) {
-    let from_secret = object
-        .pointer(&format!(
-            "/metadata/annotations/{}",
-            FROM_SECRET_ANNOTATION.replace('~', "~0").replace('/', "~1")
-        ))
-        .and_then(Value::as_str)
-        == Some("true");
-    if !from_secret {
-        return;
-    }
-    if let Some(map) = object.as_object_mut()
-        && let Some(data) = map.get_mut("data")
-    {
-        *data = Value::String(REDACTED.to_string());
-    }
-    mark_redacted(object);
 }
 
 fn mark_redacted(object: &mut Value) {
@@ -524,6 +558,73 @@ mod tests {
         // Unmarked DataObjects are plain data.
         let plain = json!({"metadata": {"name": "d"}, "data": {"a": "b"}});
         assert_eq!(present(Kind::DataObject, plain)["data"]["a"], "b");
+    }
+
+    #[test]
+    fn objects_rendered_from_secrets_are_redacted_unless_revealed() {
+        let mark = json!({FROM_SECRET_ANNOTATION: "true"});
+        let cases = [
+            (
+                Kind::Execution,
+                json!({"metadata": {"name": "e", "annotations": mark},
+                    "spec": {"context": "default", "deployItems": [
+                        {"name": "a", "type": "t", "config": {"password": "hunter2"}},
+                        {"name": "b", "type": "t", "config": "hunter2"}]}}),
+                vec!["/spec/deployItems/0/config", "/spec/deployItems/1/config"],
+                vec![("/spec/deployItems/1/name", "b")],
+            ),
+            (
+                Kind::DeployItem,
+                json!({"metadata": {"name": "di", "annotations": mark},
+                    "spec": {"type": "t", "config": {"values": ["hunter2"]}},
+                    "status": {"phase": "Succeeded", "providerStatus": {"x": "hunter2"}}}),
+                vec!["/spec/config", "/status/providerStatus"],
+                vec![("/spec/type", "t")],
+            ),
+            (
+                Kind::Target,
+                json!({"metadata": {"name": "t", "annotations": mark},
+                    "spec": {"type": "x", "config": {"token": "hunter2"}}}),
+                vec!["/spec/config"],
+                vec![("/spec/type", "x")],
+            ),
+            (
+                Kind::Installation,
+                json!({"metadata": {"name": "i", "annotations": mark},
+                    "spec": {"importDataMappings": {"p": "hunter2"},
+                        "exportDataMappings": {"q": "hunter2"}, "context": "c"}}),
+                vec!["/spec/importDataMappings", "/spec/exportDataMappings"],
+                vec![("/spec/context", "c")],
+            ),
+        ];
+        for (kind, marked, redacted, kept) in cases {
+            let shown = present(kind, marked.clone());
+            assert!(!shown.to_string().contains("hunter2"), "{kind:?}: {shown}");
+            for pointer in redacted {
+                assert_eq!(shown.pointer(pointer), Some(&json!(REDACTED)), "{shown}");
+            }
+            for (pointer, value) in kept {
+                assert_eq!(shown.pointer(pointer), Some(&json!(value)), "{shown}");
+            }
+            assert_eq!(
+                shown["metadata"]["annotations"][REDACTED_ANNOTATION],
+                "true"
+            );
+            let revealed = present_as(kind, marked.clone(), true);
+            assert_eq!(revealed, {
+                let mut m = marked.clone();
+                m["apiVersion"] = json!(kind.api_version());
+                m["kind"] = json!(kind.as_str());
+                m
+            });
+            // Without the mark nothing changes.
+            let mut plain = marked;
+            plain["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .remove("annotations");
+            assert!(present(kind, plain).to_string().contains("hunter2"));
+        }
     }
 
     #[test]

@@ -20,8 +20,9 @@ use landscaper_store::model::constants::{
     DEFAULT_CONTEXT_NAME, DELETE_WITHOUT_UNINSTALL_ANNOTATION, DEPLOYER_TARGET_NAME_ANNOTATION,
     DEPLOYER_TYPE_ANNOTATION, ERR_FOR_INFO_ONLY, ERR_NO_RETRY, ERR_UNFINISHED,
     EXECUTION_DEPENDS_ON_ANNOTATION, EXECUTION_MANAGED_BY_LABEL, EXECUTION_MANAGED_NAME_LABEL,
-    EXECUTION_PREFIX, INTERRUPT_OPERATION, LANDSCAPER_FINALIZER, NO_TARGET_NAME_VALUE,
-    OPERATION_ANNOTATION, OPERATION_INTERRUPT, OPERATION_RECONCILE, RECONCILE_TIMESTAMP_ANNOTATION,
+    EXECUTION_PREFIX, FROM_SECRET_ANNOTATION, INTERRUPT_OPERATION, LANDSCAPER_FINALIZER,
+    NO_TARGET_NAME_VALUE, OPERATION_ANNOTATION, OPERATION_INTERRUPT, OPERATION_RECONCILE,
+    RECONCILE_TIMESTAMP_ANNOTATION,
 };
 use landscaper_store::model::names::generate_data_object_name;
 use landscaper_store::model::{
@@ -404,6 +405,11 @@ impl<'a> Machine<'a> {
         if exec.metadata.annotation(CACHE_HELM_CHARTS_ANNOTATION) == Some("true") {
             meta.set_annotation(CACHE_HELM_CHARTS_ANNOTATION, "true");
         }
+        // The config was rendered from Secret values: readers without the token see it redacted.
+        meta.remove_annotation(FROM_SECRET_ANNOTATION);
+        if exec.metadata.annotation(FROM_SECRET_ANNOTATION) == Some("true") {
+            meta.set_annotation(FROM_SECRET_ANNOTATION, "true");
+        }
         set_controller_reference(meta, exec);
         let context = exec
             .spec
@@ -578,6 +584,10 @@ impl<'a> Machine<'a> {
             meta.remove_label(unset);
         }
         meta.set_annotation(DATA_OBJECT_HASH_ANNOTATION, content_hash(&data));
+        meta.remove_annotation(FROM_SECRET_ANNOTATION);
+        if exec.metadata.annotation(FROM_SECRET_ANNOTATION) == Some("true") {
+            meta.set_annotation(FROM_SECRET_ANNOTATION, "true");
+        }
         object.data = Some(data);
         object
     }

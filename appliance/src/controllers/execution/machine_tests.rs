@@ -706,6 +706,35 @@ fn completing_collects_the_exports_into_a_data_object() {
 }
 
 #[test]
+fn the_from_secret_mark_passes_to_deploy_items_and_the_export() {
+    let mut exec = execution(vec![template("a", &[])], None);
+    exec.metadata.set_annotation(FROM_SECRET_ANNOTATION, "true");
+    let created = created_items(&run(&exec, &View::default()));
+    assert_eq!(
+        created[0].metadata.annotation(FROM_SECRET_ANNOTATION),
+        Some("true")
+    );
+    // Unmarked executions write unmarked items.
+    exec.metadata.remove_annotation(FROM_SECRET_ANNOTATION);
+    let created = created_items(&run(&exec, &View::default()));
+    assert_eq!(created[0].metadata.annotation(FROM_SECRET_ANNOTATION), None);
+
+    let mut exec = execution(vec![template("a", &[])], Some(Phase::Completing));
+    exec.metadata.set_annotation(FROM_SECRET_ANNOTATION, "true");
+    let mut v = view(vec![with_export(done("a", Phase::Succeeded))]);
+    v.exports.insert("exec-a-abcde".into(), Ok(json!({"x": 1})));
+    let step = run(&exec, &v);
+    let Write::Create(object) = &step.writes[0] else {
+        panic!("a create: {:?}", step.writes)
+    };
+    let object: DataObject = from_value(object).unwrap();
+    assert_eq!(
+        object.metadata.annotation(FROM_SECRET_ANNOTATION),
+        Some("true")
+    );
+}
+
+#[test]
 fn the_export_data_object_name_is_landscapers() {
     // base32(sha1("Exec.hello-world/")), lower case, no padding.
     assert_eq!(

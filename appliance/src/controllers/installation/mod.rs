@@ -629,10 +629,14 @@ impl InstallationReconciler {
             }
         }
         for template in &rendered.subinstallations {
-            let sub = subinstallation_object(inst, value, template, existing.get(&template.name))
-                .map_err(|m| {
-                PhaseError::Fatal(LsError::new(OP, "EnsureSubinstallations", m))
-            })?;
+            let sub = subinstallation_object(
+                inst,
+                value,
+                template,
+                existing.get(&template.name),
+                from_secret,
+            )
+            .map_err(|m| PhaseError::Fatal(LsError::new(OP, "EnsureSubinstallations", m)))?;
             match existing.get(&template.name) {
                 Some(current) => {
                     active.push(SubNamePair {
@@ -661,9 +665,13 @@ impl InstallationReconciler {
                 value,
                 &rendered.deploy_items,
                 execution.as_ref().map(|(v, _)| v),
+                from_secret,
             );
             match &execution {
-                Some((current, _)) if current.get("spec") == exec.get("spec") => {}
+                Some((current, _))
+                    if current.get("spec") == exec.get("spec")
+                        && object::annotations(current).get(FROM_SECRET_ANNOTATION)
+                            == object::annotations(&exec).get(FROM_SECRET_ANNOTATION) => {}
                 Some(_) => tx = tx.update(exec),
                 None => {
                     let key = ObjectKey::new(Kind::Execution, ns, name(inst));
@@ -875,7 +883,9 @@ impl InstallationReconciler {
             })
             .await?
         };
-        for o in dataflow::export_objects(inst, value, &exports, job_id)? {
+        // Export templates may copy imported Secret values: the exports are marked then.
+        let from_secret = dataflow::imports_from_secrets(store, inst)?;
+        for o in dataflow::export_objects(inst, value, &exports, job_id, from_secret)? {
             let key = ObjectKey::new(
                 object::kind_of(&o).map_err(|e| {
                     PhaseError::Fatal(LsError::new(OP, "CreateOrUpdateExports", e.to_string()))
@@ -1062,6 +1072,7 @@ fn subinstallation_object(
     parent_value: &Value,
     template: &landscaper_templating::blueprint::InstallationTemplate,
     current: Option<&Value>,
+    from_secret: bool,
 ) -> Result<Value, String> {
     let blueprint = if let Some(fs) = &template.blueprint.filesystem {
         json!({"inline": {"filesystem": fs}})
@@ -1137,6 +1148,10 @@ fn subinstallation_object(
         }
     }
     annotations.insert(SUBINSTALLATION_NAME_ANNOTATION.into(), json!(template.name));
+    if from_secret {
+        // Its data mappings are rendered from the parent's imports, Secret values included.
+        annotations.insert(FROM_SECRET_ANNOTATION.into(), json!("true"));
+    }
     meta.insert("annotations".into(), Value::Object(annotations));
     meta.insert(
         "ownerReferences".into(),
@@ -1159,6 +1174,7 @@ fn execution_object(
     inst_value: &Value,
     items: &[landscaper_store::model::DeployItemTemplate],
     current: Option<&Value>,
+    from_secret: bool,
 ) -> Value {
     let mut v = match current {
         Some(c) => c.clone(),
@@ -1175,6 +1191,13 @@ fn execution_object(
     object::metadata_mut(&mut v).insert(
         "ownerReferences".into(),
         json!([jobs::owner_reference(Kind::Installation, inst_value)]),
+    );
+    // The deploy item configs are rendered from the imports, Secret values included; the
+    // execution controller passes the mark on to the deploy items and the export.
+    jobs::set_annotation(
+        &mut v,
+        FROM_SECRET_ANNOTATION,
+        from_secret.then_some("true"),
     );
     let mut spec = serde_json::Map::new();
     if let Some(c) = &inst.spec.context {

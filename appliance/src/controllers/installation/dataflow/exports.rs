@@ -109,6 +109,7 @@ pub fn export_objects(
     inst_value: &Value,
     exports: &Map<String, Value>,
     job_id: &str,
+    from_secret: bool,
 ) -> Result<Vec<Value>, PhaseError> {
     const OP: &str = "CreateOrUpdateExports";
     let scope = parent_scope(inst);
@@ -141,6 +142,10 @@ pub fn export_objects(
                 ),
             ));
         };
+        let mut annotations = json!({DATA_OBJECT_HASH_ANNOTATION: content_hash(value)});
+        if from_secret {
+            annotations[FROM_SECRET_ANNOTATION] = json!("true");
+        }
         out.push(json!({
             "apiVersion": Kind::DataObject.api_version(),
             "kind": "DataObject",
@@ -148,7 +153,7 @@ pub fn export_objects(
                 "name": generate_data_object_name(&scope, &e.data_ref),
                 "namespace": ns,
                 "labels": labels(&e.data_ref),
-                "annotations": {DATA_OBJECT_HASH_ANNOTATION: content_hash(value)},
+                "annotations": annotations,
                 "ownerReferences": [owner.clone()],
             },
             "data": value,
@@ -186,6 +191,10 @@ pub fn export_objects(
         });
         if let Some(a) = value.get("annotations").filter(|a| a.is_object()) {
             metadata["annotations"] = a.clone();
+        }
+        if from_secret {
+            // The template may have written Secret values into the config.
+            metadata["annotations"][FROM_SECRET_ANNOTATION] = json!("true");
         }
         out.push(json!({
             "apiVersion": Kind::Target.api_version(),

@@ -39,215 +39,241 @@ impl InstallationReconciler {
         );
         InstallationReconciler { context, waits }
     }
+}
 
-    /// Reads what the next step of `inst` needs.
-    async fn load_view(&self, value: &Value, inst: &Installation) -> Result<View, ReconcileError> {
-        let store = &self.context.store;
-        let plan = machine::plan(inst);
-        let mut view = View::default();
-        if plan.importers {
-            view.importers = Some(dataflow::importers_of_exports(store, inst));
+/// Reads what the next step of `inst` needs.
+pub async fn load_view<S>(
+    source: &S,
+    manifests_dir: Option<&std::path::Path>,
+    value: &Value,
+    inst: &Installation,
+) -> Result<View, ReconcileError>
+where
+    S: ObjectSource + Clone + Send + Sync + 'static,
+{
+    let store = source;
+    let plan = machine::plan(inst);
+    let mut view = View::default();
+    if plan.importers {
+        view.importers = Some(dataflow::importers_of_exports(store, inst));
+    }
+    match &plan.needs {
+        Needs::Nothing => {}
+        Needs::Dependents(names) => {
+            for n in names {
+                let key = ObjectKey::new(Kind::Installation, namespace(inst), n);
+                view.dependents.push((n.clone(), store.get(&key)?));
+            }
         }
-        match &plan.needs {
-            Needs::Nothing => {}
-            Needs::Dependents(names) => {
-                for n in names {
-                    let key = ObjectKey::new(Kind::Installation, namespace(inst), n);
-                    view.dependents.push((n.clone(), store.get(&key)?));
-                }
-            }
-            Needs::Children | Needs::Completing => {
-                view.children = Some(Ok(children(store, value)?));
-            }
-            Needs::Init | Needs::InitDelete => {
-                view.children = Some(children(store, value).map_err(|e| e.to_string()));
-            }
+        Needs::Children | Needs::Completing => {
+            view.children = Some(Ok(children(store, value)?));
         }
-        match plan.needs {
-            Needs::Init => view.init = Some(self.load_init(value, inst).await),
-            Needs::Completing => view.completing = Some(self.load_completing(value, inst).await),
-            Needs::InitDelete => {
-                if let Some(Ok(importers)) = &view.importers {
-                    for sibling in importers {
-                        if dataflow::is_successor(inst, sibling) && machine::is_deleting(sibling) {
-                            view.deletion_closures.insert(
-                                name(sibling).to_string(),
-                                dataflow::deleting_successor_closure(store, sibling),
-                            );
-                        }
+        Needs::Init | Needs::InitDelete => {
+            view.children = Some(children(store, value).map_err(|e| e.to_string()));
+        }
+    }
+    match plan.needs {
+        Needs::Init => {
+            let owns_execution = match &view.children {
+                Some(Ok(c)) => c.execution.is_some(),
+                _ => true,
+            };
+            view.init = Some(load_init(source, manifests_dir, value, inst, owns_execution).await)
+        }
+        Needs::Completing => {
+            view.completing = Some(load_completing(source, manifests_dir, value, inst).await)
+        }
+        Needs::InitDelete => {
+            if let Some(Ok(importers)) = &view.importers {
+                for sibling in importers {
+                    if dataflow::is_successor(inst, sibling) && machine::is_deleting(sibling) {
+                        view.deletion_closures.insert(
+                            name(sibling).to_string(),
+                            dataflow::deleting_successor_closure(store, sibling),
+                        );
                     }
                 }
             }
-            _ => {}
         }
-        Ok(view)
+        _ => {}
     }
+    Ok(view)
+}
 
-    /// `Init`'s inputs in its order, up to the first read or check that fails.
-    async fn load_init(&self, value: &Value, inst: &Installation) -> InitView {
-        const OP: &str = "handlePhaseInit";
-        let store = &self.context.store;
-        let ns = namespace(inst);
-        let mut v = InitView::default();
-        let scope = dataflow::own_scope(inst);
-        let own = list_both(
-            store,
-            ns,
-            &dataflow::label_equals(DATA_OBJECT_SOURCE_LABEL, &scope),
-        )
-        .map_err(|e| PhaseError::Normal(LsError::new(OP, "CleanupExports", e.to_string())));
-        if !keep(&mut v.own_exports, own) {
-            return v;
-        }
-        let context = match machine::required_context(inst) {
-            None => Ok(true),
-            Some(c) => store
-                .get(&ObjectKey::new(Kind::Context, ns, c))
-                .map(|o| o.is_some())
-                .map_err(|e| {
-                    PhaseError::Normal(LsError::new(
-                        "InitPrerequisites",
-                        "CalculateContext",
-                        e.to_string(),
-                    ))
-                }),
-        };
-        let context =
-            context.and_then(|exists| machine::check_context(inst, exists).map(|_| exists));
-        if !keep(&mut v.context_exists, context) {
-            return v;
-        }
-        let blueprint = dataflow::load_blueprint(inst, self.context.manifests_dir.as_deref());
-        if !keep(&mut v.blueprint, blueprint) {
-            return v;
-        }
-        if machine::needs_duplicate_check(inst) {
-            let exporters = dataflow::exporters_of_exports(store, inst).and_then(|s| {
-                machine::check_duplicate_exports(inst, &s)?;
-                Ok(s)
-            });
-            if !keep(&mut v.exporters, exporters) {
-                return v;
-            }
-        }
-        if machine::needs_predecessor_check(inst) {
-            let predecessors = dataflow::predecessor_closure(store, inst).and_then(|s| {
-                machine::check_predecessors(inst, &s)?;
-                Ok(s)
-            });
-            if !keep(&mut v.predecessors, predecessors) {
-                return v;
-            }
-        }
-        let values = dataflow::read_import_values(store, inst);
-        let Some(values) = kept(&mut v.values, values) else {
-            return v;
-        };
-        let Some(Ok(blueprint)) = &v.blueprint else {
-            return v;
-        };
-        let rendered = {
-            let (inst, blueprint) = (inst.clone(), blueprint.clone());
-            render_off_async_workers(OP, move || {
-                let bindings = dataflow::construct_blueprint_imports(&inst, &blueprint, &values)?;
-                let rendered = dataflow::render_subobjects(&inst, &blueprint, &bindings)?;
-                Ok((bindings, rendered))
-            })
-            .await
-        };
-        if !keep(&mut v.rendered, rendered) {
-            return v;
-        }
-        let from_secret = dataflow::imports_from_secrets(store, inst);
-        let Some(from_secret) = kept(&mut v.from_secret, from_secret) else {
-            return v;
-        };
-        let (Some(Ok(blueprint)), Some(Ok((bindings, _)))) = (&v.blueprint, &v.rendered) else {
-            return v;
-        };
-        let job_id = job_id(inst);
-        let objects =
-            dataflow::import_objects(inst, value, blueprint, bindings, &job_id, from_secret);
-        let current = read_keys(store, &machine::import_object_keys(&objects)).map_err(|e| {
-            PhaseError::Normal(LsError::new("CreateOrUpdate", "Store", e.to_string()))
-        });
-        if !keep(&mut v.current, current) {
-            return v;
-        }
-        let owns_execution = children(store, value)
-            .map(|c| c.execution.is_some())
-            .unwrap_or(true);
-        if !owns_execution {
-            let key = ObjectKey::new(Kind::Execution, ns, name(inst));
-            let taken = store
-                .get(&key)
-                .map(|o| o.is_some())
-                .map_err(|e| PhaseError::Normal(LsError::new(OP, "GetExecution", e.to_string())));
-            if !keep(&mut v.execution_taken, taken) {
-                return v;
-            }
-        }
-        if machine::needs_predecessor_check(inst) {
-            v.predecessors_after = Some(dataflow::predecessor_closure(store, inst));
-        }
-        v
+/// `Init`'s inputs in its order, up to the first read or check that fails.
+async fn load_init<S>(
+    source: &S,
+    manifests_dir: Option<&std::path::Path>,
+    value: &Value,
+    inst: &Installation,
+    owns_execution: bool,
+) -> InitView
+where
+    S: ObjectSource + Clone + Send + Sync + 'static,
+{
+    const OP: &str = "handlePhaseInit";
+    let store = source;
+    let ns = namespace(inst);
+    let mut v = InitView::default();
+    let scope = dataflow::own_scope(inst);
+    let own = list_both(
+        store,
+        ns,
+        &dataflow::label_equals(DATA_OBJECT_SOURCE_LABEL, &scope),
+    )
+    .map_err(|e| PhaseError::Normal(LsError::new(OP, "CleanupExports", e.to_string())));
+    if !keep(&mut v.own_exports, own) {
+        return v;
     }
+    let context = match machine::required_context(inst) {
+        None => Ok(true),
+        Some(c) => store
+            .get(&ObjectKey::new(Kind::Context, ns, c))
+            .map(|o| o.is_some())
+            .map_err(|e| {
+                PhaseError::Normal(LsError::new(
+                    "InitPrerequisites",
+                    "CalculateContext",
+                    e.to_string(),
+                ))
+            }),
+    };
+    let context = context.and_then(|exists| machine::check_context(inst, exists).map(|_| exists));
+    if !keep(&mut v.context_exists, context) {
+        return v;
+    }
+    let blueprint = dataflow::load_blueprint(inst, manifests_dir);
+    if !keep(&mut v.blueprint, blueprint) {
+        return v;
+    }
+    if machine::needs_duplicate_check(inst) {
+        let exporters = dataflow::exporters_of_exports(store, inst).and_then(|s| {
+            machine::check_duplicate_exports(inst, &s)?;
+            Ok(s)
+        });
+        if !keep(&mut v.exporters, exporters) {
+            return v;
+        }
+    }
+    if machine::needs_predecessor_check(inst) {
+        let predecessors = dataflow::predecessor_closure(store, inst).and_then(|s| {
+            machine::check_predecessors(inst, &s)?;
+            Ok(s)
+        });
+        if !keep(&mut v.predecessors, predecessors) {
+            return v;
+        }
+    }
+    let values = dataflow::read_import_values(store, inst);
+    let Some(values) = kept(&mut v.values, values) else {
+        return v;
+    };
+    let Some(Ok(blueprint)) = &v.blueprint else {
+        return v;
+    };
+    let rendered = {
+        let (inst, blueprint) = (inst.clone(), blueprint.clone());
+        render_off_async_workers(OP, move || {
+            let bindings = dataflow::construct_blueprint_imports(&inst, &blueprint, &values)?;
+            let rendered = dataflow::render_subobjects(&inst, &blueprint, &bindings)?;
+            Ok((bindings, rendered))
+        })
+        .await
+    };
+    if !keep(&mut v.rendered, rendered) {
+        return v;
+    }
+    let from_secret = dataflow::imports_from_secrets(store, inst);
+    let Some(from_secret) = kept(&mut v.from_secret, from_secret) else {
+        return v;
+    };
+    let (Some(Ok(blueprint)), Some(Ok((bindings, _)))) = (&v.blueprint, &v.rendered) else {
+        return v;
+    };
+    let job_id = job_id(inst);
+    let objects = dataflow::import_objects(inst, value, blueprint, bindings, &job_id, from_secret);
+    let current = read_keys(store, &machine::import_object_keys(&objects))
+        .map_err(|e| PhaseError::Normal(LsError::new("CreateOrUpdate", "Store", e.to_string())));
+    if !keep(&mut v.current, current) {
+        return v;
+    }
+    if !owns_execution {
+        let key = ObjectKey::new(Kind::Execution, ns, name(inst));
+        let taken = store
+            .get(&key)
+            .map(|o| o.is_some())
+            .map_err(|e| PhaseError::Normal(LsError::new(OP, "GetExecution", e.to_string())));
+        if !keep(&mut v.execution_taken, taken) {
+            return v;
+        }
+    }
+    if machine::needs_predecessor_check(inst) {
+        v.predecessors_after = Some(dataflow::predecessor_closure(store, inst));
+    }
+    v
+}
 
-    /// `Completing`'s inputs in its order, up to the first read or check that fails.
-    async fn load_completing(&self, value: &Value, inst: &Installation) -> CompletingView {
-        const OP: &str = "handlePhaseCompleting";
-        let store = &self.context.store;
-        let ns = namespace(inst);
-        let mut v = CompletingView::default();
-        let scope = dataflow::own_scope(inst);
-        let objects = list_both(
-            store,
-            ns,
-            &dataflow::label_equals(DATA_OBJECT_CONTEXT_LABEL, &scope),
-        )
-        .map_err(|e| PhaseError::Normal(LsError::new(OP, "CleanupContext", e.to_string())));
-        if !keep(&mut v.context_objects, objects) {
-            return v;
-        }
-        let blueprint = dataflow::load_blueprint(inst, self.context.manifests_dir.as_deref());
-        let Some(blueprint) = kept(&mut v.blueprint, blueprint) else {
-            return v;
-        };
-        let values = dataflow::read_import_values(store, inst).and_then(|values| {
-            let status = inst.status.clone().unwrap_or_default();
-            machine::check_unchanged(inst, &status, &values)?;
-            Ok(values)
-        });
-        let Some(values) = kept(&mut v.values, values) else {
-            return v;
-        };
-        let exports = {
-            let (store, inst) = (store.clone(), inst.clone());
-            render_off_async_workers(OP, move || {
-                let bindings = dataflow::construct_blueprint_imports(&inst, &blueprint, &values)?;
-                dataflow::construct_exports(&store, &inst, &blueprint, &bindings)
-            })
-            .await
-        };
-        let Some(exports) = kept(&mut v.exports, exports) else {
-            return v;
-        };
-        let from_secret = dataflow::imports_from_secrets(store, inst);
-        let Some(from_secret) = kept(&mut v.from_secret, from_secret) else {
-            return v;
-        };
-        let objects =
-            match dataflow::export_objects(inst, value, &exports, &job_id(inst), from_secret) {
-                Ok(o) => o,
-                // The step reports it.
-                Err(_) => return v,
-            };
-        let current = read_keys(store, &machine::import_object_keys(&objects)).map_err(|e| {
-            PhaseError::Normal(LsError::new(OP, "CreateOrUpdateExports", e.to_string()))
-        });
-        v.current = Some(current);
-        v
+/// `Completing`'s inputs in its order, up to the first read or check that fails.
+async fn load_completing<S>(
+    source: &S,
+    manifests_dir: Option<&std::path::Path>,
+    value: &Value,
+    inst: &Installation,
+) -> CompletingView
+where
+    S: ObjectSource + Clone + Send + Sync + 'static,
+{
+    const OP: &str = "handlePhaseCompleting";
+    let store = source;
+    let ns = namespace(inst);
+    let mut v = CompletingView::default();
+    let scope = dataflow::own_scope(inst);
+    let objects = list_both(
+        store,
+        ns,
+        &dataflow::label_equals(DATA_OBJECT_CONTEXT_LABEL, &scope),
+    )
+    .map_err(|e| PhaseError::Normal(LsError::new(OP, "CleanupContext", e.to_string())));
+    if !keep(&mut v.context_objects, objects) {
+        return v;
     }
+    let blueprint = dataflow::load_blueprint(inst, manifests_dir);
+    let Some(blueprint) = kept(&mut v.blueprint, blueprint) else {
+        return v;
+    };
+    let values = dataflow::read_import_values(store, inst).and_then(|values| {
+        let status = inst.status.clone().unwrap_or_default();
+        machine::check_unchanged(inst, &status, &values)?;
+        Ok(values)
+    });
+    let Some(values) = kept(&mut v.values, values) else {
+        return v;
+    };
+    let exports = {
+        let (store, inst) = (store.clone(), inst.clone());
+        render_off_async_workers(OP, move || {
+            let bindings = dataflow::construct_blueprint_imports(&inst, &blueprint, &values)?;
+            dataflow::construct_exports(&store, &inst, &blueprint, &bindings)
+        })
+        .await
+    };
+    let Some(exports) = kept(&mut v.exports, exports) else {
+        return v;
+    };
+    let from_secret = dataflow::imports_from_secrets(store, inst);
+    let Some(from_secret) = kept(&mut v.from_secret, from_secret) else {
+        return v;
+    };
+    let objects = match dataflow::export_objects(inst, value, &exports, &job_id(inst), from_secret)
+    {
+        Ok(o) => o,
+        // The step reports it.
+        Err(_) => return v,
+    };
+    let current = read_keys(store, &machine::import_object_keys(&objects))
+        .map_err(|e| PhaseError::Normal(LsError::new(OP, "CreateOrUpdateExports", e.to_string())));
+    v.current = Some(current);
+    v
 }
 
 /// Stores `result` into `field`; whether the loading goes on.
@@ -372,7 +398,13 @@ impl Reconciler for InstallationReconciler {
                     return Ok(Outcome::Done);
                 }
             };
-            let view = self.load_view(&value, &inst).await?;
+            let view = load_view(
+                &self.context.store,
+                self.context.manifests_dir.as_deref(),
+                &value,
+                &inst,
+            )
+            .await?;
             let instant = self.context.clock.now();
             let now = Now {
                 time: landscaper_store::clock::format_time(instant),

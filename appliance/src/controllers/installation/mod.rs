@@ -9,6 +9,8 @@ pub mod auto;
 pub mod dataflow;
 pub mod machine;
 #[cfg(test)]
+mod sequences;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

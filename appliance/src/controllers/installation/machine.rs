@@ -546,8 +546,9 @@ pub fn plan(inst: &Installation) -> Plan {
 /// Whether siblings may import an export of `inst` (it has exports, and does not declare
 /// `optimization.hasNoSiblingExports`).
 pub fn may_have_dependents(inst: &Installation) -> bool {
-    !no_sibling_exports(inst)
-        && !(inst.spec.data_exports().is_empty() && inst.spec.target_exports().is_empty())
+    let exports_nothing =
+        inst.spec.data_exports().is_empty() && inst.spec.target_exports().is_empty();
+    !(no_sibling_exports(inst) || exports_nothing)
 }
 
 fn no_sibling_exports(inst: &Installation) -> bool {
@@ -580,7 +581,8 @@ pub fn needs_predecessor_check(inst: &Installation) -> bool {
         .and_then(|o| o.has_no_sibling_imports)
         == Some(true);
     let (data, targets) = imported_refs(inst);
-    !no_sibling_imports && !(data.is_empty() && targets.is_empty())
+    let imports_nothing = data.is_empty() && targets.is_empty();
+    !(no_sibling_imports || imports_nothing)
 }
 
 /// Landscaper's `GetExternalContext`: the Context named in `spec.context` must exist (fatal
@@ -966,6 +968,7 @@ fn dependents(inst: &Installation, view: &View) -> Result<Vec<DependentToTrigger
 
 /// `writes` and the status with `phase` (and on a final install phase the dependents to
 /// trigger).
+#[allow(clippy::too_many_arguments)]
 fn finish(
     value: &Value,
     inst: &Installation,

@@ -167,19 +167,21 @@ fn allowed(from: Option<&Phase>, to: Option<&Phase>) -> bool {
     if from == to {
         return true;
     }
-    match (from, to) {
-        (None | Some(Succeeded | Failed | DeleteFailed), Some(Init | InitDelete)) => true,
-        (Some(Succeeded | Failed | DeleteFailed | Other(_)), None) => true,
-        (Some(Init), Some(CleanupOrphaned | Failed | InitDelete)) => true,
-        (Some(CleanupOrphaned), Some(ObjectsCreated | Failed)) => true,
-        (Some(ObjectsCreated), Some(Progressing | Failed)) => true,
-        (Some(Progressing), Some(Completing | Failed)) => true,
-        (Some(Completing), Some(Succeeded | Failed)) => true,
-        (Some(InitDelete), Some(TriggerDelete | DeleteFailed)) => true,
-        (Some(TriggerDelete), Some(Deleting | DeleteFailed)) => true,
-        (Some(Deleting), Some(DeleteFailed)) => true,
-        _ => false,
-    }
+    matches!(
+        (from, to),
+        (
+            None | Some(Succeeded | Failed | DeleteFailed),
+            Some(Init | InitDelete)
+        ) | (Some(Succeeded | Failed | DeleteFailed | Other(_)), None)
+            | (Some(Init), Some(CleanupOrphaned | Failed | InitDelete))
+            | (Some(CleanupOrphaned), Some(ObjectsCreated | Failed))
+            | (Some(ObjectsCreated), Some(Progressing | Failed))
+            | (Some(Progressing), Some(Completing | Failed))
+            | (Some(Completing), Some(Succeeded | Failed))
+            | (Some(InitDelete), Some(TriggerDelete | DeleteFailed))
+            | (Some(TriggerDelete), Some(Deleting | DeleteFailed))
+            | (Some(Deleting), Some(DeleteFailed))
+    )
 }
 
 fn phase_of(v: &Value) -> Option<Phase> {
@@ -374,7 +376,7 @@ fn run(events: &[Event]) -> Result<(), String> {
             if let Some(mut v) = world.get(&key)
                 && phase_of(&v) == Some(Phase::DeleteFailed)
                 && v.pointer("/status/jobID") == v.pointer("/status/jobIDFinished")
-                && object::labels(&v).get(ENCOMPASSED_BY_LABEL).is_none()
+                && !object::labels(&v).contains_key(ENCOMPASSED_BY_LABEL)
             {
                 crate::controllers::jobs::set_annotation(
                     &mut v,

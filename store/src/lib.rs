@@ -20,7 +20,8 @@ pub use change::{Change, ChangeSet, ChangeType, HistoryEntry, SharedChangeSet};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{
     Committed, FORMAT_VERSION, ObjectList, RestoreReport, SnapshotInfo, Store, StoreContents,
-    StoreFile, StoreOptions, Transaction, Unwritable, Write, needs_repair, restore_file,
+    StoreFile, StoreOptions, StoreSnapshot, Transaction, Unwritable, Write, needs_repair,
+    restore_file,
 };
 pub use error::StoreError;
 pub use flow::{FlowDirection, FlowKind, FlowRef};

@@ -1,6 +1,7 @@
 //! Read-only access to objects, the way the controllers read them: by key, by kind and label
 //! selector, by owner, and through the data-flow index. Implemented by the [`Store`] (each call
-//! one read of the current state) and by [`MemoryObjects`], an in-memory map the offline
+//! one read of the current state), by a [`StoreSnapshot`] (every call reads the same revision)
+//! and by [`MemoryObjects`], an in-memory map the offline
 //! `render` command and unit tests fill, so that import resolution and the installation
 //! controller's view loading run the same code over either.
 
@@ -8,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::engine::Store;
+use crate::engine::{Store, StoreSnapshot};
 use crate::error::StoreError;
 use crate::flow::{FlowRef, installation_flows};
 use crate::key::ObjectKey;
@@ -69,6 +70,34 @@ impl ObjectSource for Store {
         flow: FlowRef<'_>,
     ) -> Result<Vec<String>, StoreError> {
         Store::installations_by_flow(self, namespace, parent, flow)
+    }
+}
+
+impl ObjectSource for StoreSnapshot {
+    fn get(&self, key: &ObjectKey) -> Result<Option<Value>, StoreError> {
+        StoreSnapshot::get(self, key)
+    }
+
+    fn list(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+    ) -> Result<Vec<Value>, StoreError> {
+        StoreSnapshot::list(self, kind, namespace, selector).map(|l| l.items)
+    }
+
+    fn children(&self, owner_uid: &str) -> Result<Vec<Value>, StoreError> {
+        StoreSnapshot::children(self, owner_uid)
+    }
+
+    fn installations_by_flow(
+        &self,
+        namespace: &str,
+        parent: Option<&str>,
+        flow: FlowRef<'_>,
+    ) -> Result<Vec<String>, StoreError> {
+        StoreSnapshot::installations_by_flow(self, namespace, parent, flow)
     }
 }
 
@@ -261,7 +290,8 @@ mod tests {
             );
         let memory: MemoryObjects = stored.collect();
         assert_eq!(memory.len(), 7);
-        let sources: [&dyn ObjectSource; 2] = [&store, &memory];
+        let snapshot = store.snapshot().unwrap();
+        let sources: [&dyn ObjectSource; 3] = [&store, &memory, &snapshot];
         let answers: Vec<_> = sources
             .iter()
             .map(|s| {
@@ -299,6 +329,14 @@ mod tests {
             })
             .collect();
         assert_eq!(answers[0], answers[1]);
+        assert_eq!(answers[0], answers[2]);
+        // The snapshot stays at its revision while the store moves on.
+        let gone = ObjectKey::new(Kind::DataObject, "ns", "d2");
+        store
+            .commit_blocking(Transaction::new().delete(gone.clone(), None))
+            .unwrap();
+        assert!(ObjectSource::get(&store, &gone).unwrap().is_none());
+        assert!(ObjectSource::get(&snapshot, &gone).unwrap().is_some());
         let a = &answers[0];
         assert_eq!(a.0, Some(json!("d2")));
         assert_eq!(a.2, ["ns/d1", "other/d3"]);

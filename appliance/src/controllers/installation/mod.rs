@@ -400,13 +400,17 @@ impl Reconciler for InstallationReconciler {
                     return Ok(Outcome::Done);
                 }
             };
+            // One consistent read of everything the step needs.
+            let snapshot = self.context.store.snapshot()?;
             let view = load_view(
-                &self.context.store,
+                &snapshot,
                 self.context.manifests_dir.as_deref(),
                 &value,
                 &inst,
             )
             .await?;
+            // No read stays open across the commit.
+            drop(snapshot);
             let instant = self.context.clock.now();
             let now = Now {
                 time: landscaper_store::clock::format_time(instant),

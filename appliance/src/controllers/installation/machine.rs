@@ -1091,7 +1091,7 @@ fn run_phase(value: &Value, inst: &Installation, dirty: bool, view: &View, now: 
     let job_id = status.job_id.clone().unwrap_or_default();
     let phase = status.phase.clone().unwrap_or(Phase::Init);
     let children = match (&phase, &view.children) {
-        (Phase::Init | Phase::InitDelete, _) => None,
+        (Phase::Init | Phase::InitDelete | Phase::Completing, _) => None,
         (_, Some(Ok(c))) => Some(c),
         (Phase::Succeeded | Phase::Failed | Phase::DeleteFailed | Phase::Other(_), _) => None,
         (_, _) => return incomplete("children"),

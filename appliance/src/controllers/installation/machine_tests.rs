@@ -1003,7 +1003,6 @@ mod steps {
         current: BTreeMap<ObjectKey, Value>,
     ) -> View {
         View {
-            children: Some(Ok(Children::default())),
             importers: Some(Ok(Vec::new())),
             completing: Some(CompletingView {
                 context_objects: Some(Ok(Vec::new())),

@@ -60,14 +60,14 @@ where
         view.importers = Some(dataflow::importers_of_exports(store, inst));
     }
     match &plan.needs {
-        Needs::Nothing => {}
+        Needs::Nothing | Needs::Completing => {}
         Needs::Dependents(names) => {
             for n in names {
                 let key = ObjectKey::new(Kind::Installation, namespace(inst), n);
                 view.dependents.push((n.clone(), store.get(&key)?));
             }
         }
-        Needs::Children | Needs::Completing => {
+        Needs::Children => {
             view.children = Some(Ok(children(store, value)?));
         }
         Needs::Init | Needs::InitDelete => {

@@ -240,8 +240,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
         },
         ..Default::default()
     };
+    // The one place the deployers are built.
+    let deployers = std::sync::Arc::new(landscaper_deployers::DeployerRegistry::builtin());
     let controller_context =
         crate::controllers::ControllerContext::new(store.clone(), controller_config)
+            .with_deployers(deployers)
             .with_manifests_dir(config.manifests_dir.clone());
     let metrics = crate::metrics::Metrics::new(store.clone(), Some(controller_context.clone()));
     let metrics_task = tokio::spawn(metrics.clone().observe(store.clone(), cancel.clone()));

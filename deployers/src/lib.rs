@@ -8,16 +8,26 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Mutex;
 
-use landscaper_store::model::{DeployItem, Phase, Target};
+use jiff::Timestamp;
+use landscaper_store::model::constants::LANDSCAPER_DOMAIN;
+use landscaper_store::model::{Context, DeployItem, LocalObjectReference, Phase, Target};
 use serde_json::Value;
 
+pub mod applier;
 pub mod kubernetes;
 pub mod manifest;
 pub mod mock;
+pub mod registry;
 
 pub use manifest::ManifestDeployer;
 pub use mock::MockDeployer;
+pub use registry::DeployerRegistry;
+
+/// Landscaper's error value (`lserrors.LsError`), the same type as `status.lastError`: the
+/// controllers record it with its times.
+pub use landscaper_store::model::Error as LsError;
 
 /// What a deployer is asked to act on.
 #[derive(Debug, Clone, Copy)]
@@ -28,23 +38,118 @@ pub struct DeployRequest<'a> {
     /// The secondary targets ([`Deployer::secondary_target_names`]) as the dispatcher found
     /// them in the item's namespace, by name. A name without an entry has no Target object.
     pub secondary_targets: &'a SecondaryTargets,
+    /// The item's Context (`spec.context`, default `default`).
+    pub context: &'a DeployContext,
+    /// The end of the item's progressing time (`transitionTimes.initTime + spec.timeout`); the
+    /// dispatcher ends the call there. `None` when the caller sets no deadline.
+    pub deadline: Option<Timestamp>,
+    /// Where the deployer is in its work, named in the timeout error when the deadline cuts a
+    /// call off (Landscaper's timeout checkpoints).
+    pub progress: Option<&'a Checkpoint>,
 }
 
 static NO_SECONDARY_TARGETS: SecondaryTargets = BTreeMap::new();
+static NO_CONTEXT: DeployContext = DeployContext {
+    name: String::new(),
+    repository_context: None,
+    registry_pull_secrets: Vec::new(),
+    configurations: BTreeMap::new(),
+};
 
 impl<'a> DeployRequest<'a> {
-    /// A request without secondary targets.
+    /// A request without secondary targets, with an empty Context and no deadline.
     pub fn new(item: &'a DeployItem, target: Option<&'a Target>) -> DeployRequest<'a> {
         DeployRequest {
             item,
             target,
             secondary_targets: &NO_SECONDARY_TARGETS,
+            context: &NO_CONTEXT,
+            deadline: None,
+            progress: None,
         }
     }
 
     pub fn with_secondary_targets(mut self, targets: &'a SecondaryTargets) -> DeployRequest<'a> {
         self.secondary_targets = targets;
         self
+    }
+
+    pub fn with_context(mut self, context: &'a DeployContext) -> DeployRequest<'a> {
+        self.context = context;
+        self
+    }
+
+    pub fn with_deadline(mut self, deadline: Option<Timestamp>) -> DeployRequest<'a> {
+        self.deadline = deadline;
+        self
+    }
+
+    pub fn with_progress(mut self, progress: &'a Checkpoint) -> DeployRequest<'a> {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// Records that the work reached `checkpoint` (e.g. `deployer: apply manifests`).
+    pub fn checkpoint(&self, checkpoint: &'static str) {
+        if let Some(progress) = self.progress {
+            progress.set(checkpoint);
+        }
+    }
+}
+
+/// The last timeout checkpoint a deployer call reached (Landscaper's `TimeoutExceeded`
+/// checkpoints, e.g. `manifest deployer: default readiness checks`).
+#[derive(Debug, Default)]
+pub struct Checkpoint(Mutex<Option<&'static str>>);
+
+impl Checkpoint {
+    pub fn new() -> Checkpoint {
+        Checkpoint::default()
+    }
+
+    pub fn set(&self, checkpoint: &'static str) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(checkpoint);
+    }
+
+    pub fn get(&self) -> Option<&'static str> {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The part of a Landscaper `Context` a deployer uses: where components and charts come from
+/// (`repositoryContext`, `registryPullSecrets`) and free configurations (e.g.
+/// `helmChartRepoCredentials`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeployContext {
+    /// The Context's name (`spec.context`, default `default`).
+    pub name: String,
+    pub repository_context: Option<Value>,
+    pub registry_pull_secrets: Vec<LocalObjectReference>,
+    pub configurations: BTreeMap<String, Value>,
+}
+
+impl DeployContext {
+    /// The Context `name` when no such object exists (the implicit `default` Context).
+    pub fn empty(name: &str) -> DeployContext {
+        DeployContext {
+            name: name.to_string(),
+            ..DeployContext::default()
+        }
+    }
+
+    pub fn from_context(name: &str, context: &Context) -> DeployContext {
+        DeployContext {
+            name: name.to_string(),
+            repository_context: context.repository_context.clone().filter(|v| !v.is_null()),
+            registry_pull_secrets: context.registry_pull_secrets.clone().unwrap_or_default(),
+            configurations: context.configurations.clone().unwrap_or_default(),
+        }
     }
 }
 
@@ -88,47 +193,67 @@ pub enum DeleteResult {
     Pending,
 }
 
-/// A deployer's failure, with Landscaper's error fields.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{operation}: {reason}: {message}")]
-pub struct DeployerError {
-    pub operation: String,
-    pub reason: String,
-    pub message: String,
-    /// Landscaper error codes; an unrecoverable one (e.g. `ERR_CONFIGURATION_PROBLEM`) ends the
-    /// item with `Failed`, others are retried until the progressing timeout.
-    pub codes: Vec<String>,
+/// A deployer's failure: Landscaper's error value. Its codes say whether retrying can help
+/// ([`LsError::is_retryable`]): an unrecoverable one (`ERR_CONFIGURATION_PROBLEM`,
+/// `ERR_TIMEOUT`, `ERR_UNAUTHORIZED`, ...) ends the item with `Failed`, others are retried until
+/// the progressing timeout. Build it with [`LsError::new`] (retryable),
+/// [`LsError::configuration_problem`] or [`LsError::timeout`].
+pub type DeployerError = LsError;
+
+/// The short deployer name of a deploy item type, used in Landscaper's deployer names and
+/// timeout checkpoints (`manifest`, `helm`, `mock`; other types as they are).
+pub fn deployer_short_name(item_type: &str) -> &str {
+    let name = item_type
+        .strip_prefix(LANDSCAPER_DOMAIN)
+        .and_then(|s| s.strip_prefix('/'))
+        .unwrap_or(item_type);
+    match name {
+        "kubernetes-manifest" => "manifest",
+        other => other,
+    }
 }
 
-impl DeployerError {
-    pub fn new(operation: &str, reason: &str, message: impl Into<String>) -> DeployerError {
-        DeployerError {
-            operation: operation.to_string(),
-            reason: reason.to_string(),
-            message: message.into(),
-            codes: Vec::new(),
+/// The Target types a deployer is responsible for. Landscaper's deployers check no target type
+/// (a `targetSelector` in a deployer's configuration can narrow what it picks up); an item
+/// whose Target a deployer does not accept is not picked up and fails after the pickup timeout,
+/// as in Landscaper when no deployer's selector matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcceptedTargetTypes {
+    Any,
+    Only(&'static [&'static str]),
+}
+
+impl AcceptedTargetTypes {
+    /// Whether an item with this (resolved) Target is served; an item without a Target is.
+    pub fn accepts(&self, target: Option<&Target>) -> bool {
+        match (self, target) {
+            (AcceptedTargetTypes::Any, _) | (_, None) => true,
+            (AcceptedTargetTypes::Only(types), Some(t)) => types.contains(&t.spec.r#type.as_str()),
         }
-    }
-
-    pub fn with_code(mut self, code: &str) -> DeployerError {
-        self.codes.push(code.to_string());
-        self
-    }
-
-    /// Whether retrying cannot help.
-    pub fn is_unrecoverable(&self) -> bool {
-        self.codes.iter().any(|c| {
-            landscaper_store::model::constants::UNRECOVERABLE_ERROR_CODES.contains(&c.as_str())
-        })
     }
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// One deployer type. Implementations are shared between workers.
+/// One deployer type. Implementations are shared between workers; the dispatcher runs each
+/// call as a task of its own, ended at the request's deadline.
 pub trait Deployer: Send + Sync {
     /// The deploy item type served, e.g. `landscaper.gardener.cloud/mock`.
-    fn deployer_type(&self) -> &str;
+    fn item_type(&self) -> &str;
+
+    /// The deployer's name as Landscaper names its deployers in `status.deployer`
+    /// (`mock.deployer.landscaper.gardener.cloud`, `manifest.deployer...`).
+    fn name(&self) -> String {
+        format!(
+            "{}.deployer.landscaper.gardener.cloud",
+            deployer_short_name(self.item_type())
+        )
+    }
+
+    /// The Target types this deployer serves.
+    fn accepted_target_types(&self) -> AcceptedTargetTypes {
+        AcceptedTargetTypes::Any
+    }
 
     /// The Targets (names in the item's namespace) besides `spec.target` that the item's
     /// configuration refers to; the dispatcher resolves them into

@@ -2,7 +2,7 @@
 //! what its configuration says: `phase`, `initialPhase`, `providerStatus` and `export`.
 
 use landscaper_store::model::Phase;
-use landscaper_store::model::constants::{ERR_CONFIGURATION_PROBLEM, MOCK_DEPLOYER_TYPE};
+use landscaper_store::model::constants::MOCK_DEPLOYER_TYPE;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -32,12 +32,11 @@ pub struct MockConfiguration {
 impl MockConfiguration {
     pub fn parse(config: &Value) -> Result<MockConfiguration, DeployerError> {
         MockConfiguration::deserialize(config).map_err(|e| {
-            DeployerError::new(
+            DeployerError::configuration_problem(
                 "reconcile",
                 "ProviderConfigurationInvalid",
                 format!("invalid mock provider configuration: {e}"),
             )
-            .with_code(ERR_CONFIGURATION_PROBLEM)
         })
     }
 
@@ -62,7 +61,7 @@ impl MockConfiguration {
 pub struct MockDeployer;
 
 impl Deployer for MockDeployer {
-    fn deployer_type(&self) -> &str {
+    fn item_type(&self) -> &str {
         MOCK_DEPLOYER_TYPE
     }
 

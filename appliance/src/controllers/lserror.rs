@@ -4,39 +4,8 @@
 use landscaper_store::model::Error as StatusError;
 
 /// An error as Landscaper records it: which operation, a short reason, a message, and codes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LsError {
-    pub operation: String,
-    pub reason: String,
-    pub message: String,
-    pub codes: Vec<String>,
-}
-
-impl LsError {
-    pub fn new(operation: &str, reason: &str, message: impl Into<String>) -> LsError {
-        LsError {
-            operation: operation.to_string(),
-            reason: reason.to_string(),
-            message: message.into(),
-            codes: Vec::new(),
-        }
-    }
-
-    pub fn with_code(mut self, code: &str) -> LsError {
-        self.codes.push(code.to_string());
-        self
-    }
-
-    pub fn has_code(&self, code: &str) -> bool {
-        self.codes.iter().any(|c| c == code)
-    }
-}
-
-impl std::fmt::Display for LsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}: {}", self.operation, self.reason, self.message)
-    }
-}
+/// The same value as `status.lastError` and the deployers' `DeployerError`.
+pub use landscaper_store::model::Error as LsError;
 
 /// The outcome of a phase handler that did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +32,7 @@ pub fn updated_error(
     now: &str,
 ) -> Option<StatusError> {
     let new = new?;
-    let codes = (!new.codes.is_empty()).then(|| new.codes.clone());
+    let codes = new.codes.clone().filter(|c| !c.is_empty());
     let Some(last) = last else {
         return Some(StatusError {
             operation: new.operation.clone(),

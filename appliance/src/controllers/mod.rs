@@ -22,11 +22,10 @@ pub mod runtime;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use landscaper_deployers::{Deployer, ManifestDeployer, MockDeployer};
+use landscaper_deployers::DeployerRegistry;
 use landscaper_store::{Clock, Kind, Store, SystemClock};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -45,6 +44,9 @@ pub struct ControllerConfig {
     pub progressing_timeout: Duration,
     /// Every object is looked at again after this long, as a safety net.
     pub resync_interval: Duration,
+    /// How long a deploy-item worker waits for a deployer call before it leaves the call to
+    /// run on (its end requeues the item) and serves other items.
+    pub deployer_call_inline_wait: Duration,
     /// First and longest wait while an installation or execution waits for others.
     pub wait_interval_min: Duration,
     pub wait_interval_max: Duration,
@@ -57,6 +59,7 @@ impl Default for ControllerConfig {
             pickup_timeout: Some(Duration::from_secs(300)),
             progressing_timeout: Duration::from_secs(600),
             resync_interval: Duration::from_secs(600),
+            deployer_call_inline_wait: Duration::from_millis(200),
             wait_interval_min: Duration::from_secs(1),
             wait_interval_max: Duration::from_secs(60),
         }
@@ -69,8 +72,8 @@ pub struct ControllerContext {
     pub store: Store,
     pub clock: Arc<dyn Clock>,
     pub config: Arc<ControllerConfig>,
-    /// Built-in deployers by deploy item type.
-    pub deployers: Arc<HashMap<String, Arc<dyn Deployer>>>,
+    /// The deployers by deploy item type.
+    pub deployers: Arc<DeployerRegistry>,
     /// The manifests folder, for blueprints referenced by a local directory.
     pub manifests_dir: Option<std::path::PathBuf>,
     /// The work queues, once the controllers run (for reconcile events between objects).
@@ -78,17 +81,13 @@ pub struct ControllerContext {
 }
 
 impl ControllerContext {
+    /// A context with the built-in deployers ([`DeployerRegistry::builtin`]).
     pub fn new(store: Store, config: ControllerConfig) -> ControllerContext {
-        let mut deployers: HashMap<String, Arc<dyn Deployer>> = HashMap::new();
-        let mock: Arc<dyn Deployer> = Arc::new(MockDeployer);
-        deployers.insert(mock.deployer_type().to_string(), mock);
-        let manifest: Arc<dyn Deployer> = Arc::new(ManifestDeployer::new());
-        deployers.insert(manifest.deployer_type().to_string(), manifest);
         ControllerContext {
             store,
             clock: Arc::new(SystemClock),
             config: Arc::new(config),
-            deployers: Arc::new(deployers),
+            deployers: Arc::new(DeployerRegistry::builtin()),
             manifests_dir: None,
             queues: Arc::new(std::sync::OnceLock::new()),
         }
@@ -101,6 +100,11 @@ impl ControllerContext {
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> ControllerContext {
         self.clock = clock;
+        self
+    }
+
+    pub fn with_deployers(mut self, deployers: Arc<DeployerRegistry>) -> ControllerContext {
+        self.deployers = deployers;
         self
     }
 

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
-use landscaper_store::model::{DeployItemStatus, ObjectMeta};
+use landscaper_store::model::{DeployItemStatus, ObjectMeta, Phase, Target};
 use serde_json::json;
 
 use super::*;
-use crate::kubernetes::{FakeCluster, ObjectRef};
+use crate::applier::apply;
+use crate::kubernetes::{ClusterClient, FakeCluster, ObjectRef};
 
 /// The primary cluster for every target, except the secondary target of [`SECOND`].
 struct FakeFactory {
@@ -571,7 +572,7 @@ fn readiness_exports_and_deletion_use_the_secondary_target() {
     );
     h.secondary_targets.insert(
         "other".into(),
-        crate::manifest::targets::tests::resolved("other", SECOND),
+        crate::applier::targets::tests::resolved("other", SECOND),
     );
 
     // The readiness check waits for the object in the second cluster.

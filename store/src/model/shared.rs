@@ -102,7 +102,9 @@ impl fmt::Display for Phase {
     }
 }
 
-/// Landscaper's `Error` (`status.lastError`, `status.firstError`, ...).
+/// Landscaper's `Error` (`status.lastError`, `status.firstError`, ...), and the one error value
+/// of the controllers and the deployers (`lserrors.LsError`): built without times, which are
+/// set when it is recorded.
 ///
 /// Fields Go always writes (no `omitempty`) are plain strings here, so the shape written by
 /// controllers matches Landscaper's.
@@ -124,6 +126,44 @@ pub struct Error {
 }
 
 impl Error {
+    /// An error value (`lserrors.NewError`) without codes; the controllers add the times when
+    /// they record it (`TryUpdateLsError`). Retrying can help unless a code says otherwise.
+    pub fn new(operation: &str, reason: &str, message: impl Into<String>) -> Error {
+        Error {
+            operation: operation.to_string(),
+            reason: reason.to_string(),
+            message: message.into(),
+            ..Error::default()
+        }
+    }
+
+    pub fn with_code(mut self, code: &str) -> Error {
+        self.codes
+            .get_or_insert_with(Vec::new)
+            .push(code.to_string());
+        self
+    }
+
+    /// A problem of the configuration (`ERR_CONFIGURATION_PROBLEM`): retrying cannot help.
+    pub fn configuration_problem(
+        operation: &str,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Error {
+        Error::new(operation, reason, message)
+            .with_code(super::constants::ERR_CONFIGURATION_PROBLEM)
+    }
+
+    /// The time for the work is up (`ERR_TIMEOUT`): retrying cannot help.
+    pub fn timeout(operation: &str, reason: &str, message: impl Into<String>) -> Error {
+        Error::new(operation, reason, message).with_code(super::constants::ERR_TIMEOUT)
+    }
+
+    /// Whether trying again later can succeed: no code in [`UNRECOVERABLE_ERROR_CODES`].
+    pub fn is_retryable(&self) -> bool {
+        !self.is_unrecoverable()
+    }
+
     pub fn has_code(&self, code: &str) -> bool {
         self.codes
             .as_ref()
@@ -135,6 +175,14 @@ impl Error {
         UNRECOVERABLE_ERROR_CODES.iter().any(|c| self.has_code(c))
     }
 }
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}: {}", self.operation, self.reason, self.message)
+    }
+}
+
+impl std::error::Error for Error {}
 
 /// Landscaper's `Condition`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,9 +16,8 @@ use jiff::{SignedDuration, Timestamp};
 use landscaper_deployers::{DeleteResult, DeployerError, ReconcileResult};
 use landscaper_store::clock::format_time;
 use landscaper_store::model::constants::{
-    DELETE_WITHOUT_UNINSTALL_ANNOTATION, ERR_CONFIGURATION_PROBLEM, ERR_TIMEOUT, LANDSCAPER_DOMAIN,
-    OPERATION_ANNOTATION, OPERATION_TEST_RECONCILE, PICKUP_TIMEOUT_OPERATION,
-    PICKUP_TIMEOUT_REASON, PROGRESSING_TIMEOUT_REASON,
+    DELETE_WITHOUT_UNINSTALL_ANNOTATION, OPERATION_ANNOTATION, OPERATION_TEST_RECONCILE,
+    PICKUP_TIMEOUT_OPERATION, PICKUP_TIMEOUT_REASON, PROGRESSING_TIMEOUT_REASON,
 };
 use landscaper_store::model::{
     DeployItem, DeployItemStatus, DeployerInformation, Error as StatusError, ObjectReference,
@@ -189,17 +188,7 @@ pub fn has_been_picked_up(status: &DeployItemStatus) -> bool {
     }
 }
 
-/// The short deployer name used in progressing-timeout checkpoints (`helm deployer: …`).
-pub fn deployer_short_name(deployer_type: &str) -> &str {
-    let name = deployer_type
-        .strip_prefix(LANDSCAPER_DOMAIN)
-        .and_then(|s| s.strip_prefix('/'))
-        .unwrap_or(deployer_type);
-    match name {
-        "kubernetes-manifest" => "manifest",
-        other => other,
-    }
-}
+pub use landscaper_deployers::deployer_short_name;
 
 /// The end of the item's progressing time: `transitionTimes.initTime + spec.timeout` (default
 /// from the configuration). `None` without an init time, or when it lies beyond the calendar.
@@ -322,15 +311,6 @@ pub fn handle_reconcile_result(
     status
 }
 
-pub fn ls_error(e: &DeployerError) -> LsError {
-    LsError {
-        operation: e.operation.clone(),
-        reason: e.reason.clone(),
-        message: e.message.clone(),
-        codes: e.codes.clone(),
-    }
-}
-
 /// The pickup timeout (`writePickupTimeoutExceeded`).
 fn pickup_timeout_status(
     item: &DeployItem,
@@ -348,15 +328,14 @@ fn pickup_timeout_status(
     } else {
         ""
     };
-    let error = LsError::new(
+    let error = LsError::timeout(
         PICKUP_TIMEOUT_OPERATION,
         PICKUP_TIMEOUT_REASON,
         format!(
             "no deployer has reconciled this deployitem within {} seconds{suffix}",
             timeout.as_secs()
         ),
-    )
-    .with_code(ERR_TIMEOUT);
+    );
     let last = updated_error(status.last_error.as_ref(), Some(&error), now);
     set_last_error(&mut status, last);
     status
@@ -423,22 +402,32 @@ fn fail_with(
     conclude(input, status, conclusion)
 }
 
-fn progressing_timeout(input: &Input<'_>, status: DeployItemStatus, now: &str) -> Decision {
-    let step = if is_deleting(input.item) {
-        "start delete"
-    } else {
-        "start reconcile"
+/// The progressing-timeout error (`StandardTimeoutChecker.TimeoutExceeded`) at `checkpoint`,
+/// by default where a deployer call starts (`manifest deployer: start reconcile`).
+pub fn progressing_timeout_error(item: &DeployItem, checkpoint: Option<&str>) -> LsError {
+    let checkpoint = match checkpoint {
+        Some(c) => c.to_string(),
+        None => {
+            let step = if is_deleting(item) {
+                "start delete"
+            } else {
+                "start reconcile"
+            };
+            format!(
+                "{} deployer: {step}",
+                deployer_short_name(&item.spec.r#type)
+            )
+        }
     };
-    let checkpoint = format!(
-        "{} deployer: {step}",
-        deployer_short_name(&input.item.spec.r#type)
-    );
-    let error = LsError::new(
+    LsError::timeout(
         PROGRESSING_TIMEOUT_OPERATION,
         PROGRESSING_TIMEOUT_REASON,
         format!("timeout at: {checkpoint:?}"),
     )
-    .with_code(ERR_TIMEOUT);
+}
+
+fn progressing_timeout(input: &Input<'_>, status: DeployItemStatus, now: &str) -> Decision {
+    let error = progressing_timeout_error(input.item, None);
     fail_with(input, status, &error, Conclusion::ProgressingTimeout, now)
 }
 
@@ -527,8 +516,7 @@ pub fn plan(input: &Input<'_>, new_job_id: impl FnOnce() -> String) -> Plan {
     let operation = if deleting { "delete" } else { "reconcile" };
     plan.add_finalizer = !deleting;
     if let Err(message) = validate_target(input.target.resolved()) {
-        let error =
-            LsError::new(operation, "ValidateTarget", message).with_code(ERR_CONFIGURATION_PROBLEM);
+        let error = LsError::configuration_problem(operation, "ValidateTarget", message);
         plan.decision = fail_with(input, status, &error, Conclusion::InvalidTarget, &now);
         return plan;
     }
@@ -537,12 +525,11 @@ pub fn plan(input: &Input<'_>, new_job_id: impl FnOnce() -> String) -> Plan {
         return plan;
     }
     if !deleting && config_missing(item.spec.config.as_ref()) {
-        let error = LsError::new(
+        let error = LsError::configuration_problem(
             operation,
             "ProviderConfigurationMissing",
             "provider configuration missing",
-        )
-        .with_code(ERR_CONFIGURATION_PROBLEM);
+        );
         plan.decision = fail_with(
             input,
             status,
@@ -605,7 +592,7 @@ pub fn apply_reconcile_result(
             }
             handle_reconcile_result(status, None, deleting, &now_text)
         }
-        Err(e) => handle_reconcile_result(status, Some(&ls_error(&e)), deleting, &now_text),
+        Err(e) => handle_reconcile_result(status, Some(&e), deleting, &now_text),
     };
     let requeue_after = requeue_after(item, &status, now, timeouts);
     ReconcileStep {
@@ -641,7 +628,7 @@ pub fn apply_delete_result(
             status.phase = Some(Phase::Deleting);
             handle_reconcile_result(status, None, true, &now_text)
         }
-        Err(e) => handle_reconcile_result(status, Some(&ls_error(&e)), true, &now_text),
+        Err(e) => handle_reconcile_result(status, Some(&e), true, &now_text),
     };
     let requeue_after = requeue_after(item, &status, now, timeouts);
     DeleteStep::Keep {

@@ -11,29 +11,43 @@
 //!                        ─► one transaction: finalizer removed (item gone) + export Secret deleted
 //! ```
 //!
-//! Before either call, the secondary targets the deployer names (`targetName` in readiness
-//! checks, exports and deletion groups) are resolved like `spec.target` and passed along.
+//! The deployer serving the item's type comes from the [`DeployerRegistry`]
+//! (`ControllerContext::deployers`), built once at daemon start; a type without a deployer, or
+//! a Target type its deployer does not accept, is left to the pickup timeout. Before either
+//! call, the secondary targets the deployer names (`targetName` in readiness checks, exports and
+//! deletion groups) are resolved like `spec.target`, and the item's Context (`spec.context`,
+//! default `default`) is read; both are passed along with the item's deadline.
+//!
+//! Each call runs as a task of its own ([`calls`]), ended at the item's deadline
+//! (`transitionTimes.initTime + spec.timeout`) with Landscaper's progressing-timeout error. The
+//! worker waits for it a short while (`deployer_call_inline_wait`); a call still running then
+//! is left to run on, the worker serves other items, and the call's end requeues the item,
+//! whose next reconcile applies the answer. Nothing is written while a call runs, so a crash
+//! loses only the call, which the next start makes again.
 //!
 //! Every write carries the item's resourceVersion: if the Execution controller changed the
 //! item meanwhile (a new job, an interrupt), the commit conflicts and the item is looked at
 //! again from scratch.
 
+pub mod calls;
 pub mod contract;
 pub mod export;
 pub mod target;
 
 use std::sync::Arc;
 
-use landscaper_deployers::{DeployRequest, Deployer, SecondaryTargets};
+use landscaper_deployers::{DeployContext, Deployer, DeployerRegistry, SecondaryTargets};
 use landscaper_store::model::constants::{
     DEFAULT_CONTEXT_NAME, LANDSCAPER_FINALIZER, OPERATION_ANNOTATION,
 };
 use landscaper_store::model::{
-    DeployItem, DeployItemStatus, DeployerInformation, ObjectReference, Secret, Target, from_value,
+    Context, DeployItem, DeployItemStatus, DeployerInformation, ObjectReference, Secret, Target,
+    from_value,
 };
 use landscaper_store::{Kind, ObjectKey, Transaction, object};
 use serde_json::Value;
 
+use self::calls::{Answer, Calls, Started};
 use self::contract::{
     Decision, DeleteStep, Input, Plan, TargetLookup, Timeouts, deployer_short_name,
     has_test_reconcile, is_job_finished,
@@ -48,12 +62,22 @@ pub struct DeployItemReconciler {
     /// Start of this process (Unix seconds), part of the deployers' identity as in Landscaper
     /// (`<name>-<start time>`).
     started: i64,
+    /// The deployer calls still running, by item.
+    calls: Calls,
 }
 
 impl DeployItemReconciler {
     pub fn new(context: ControllerContext) -> DeployItemReconciler {
         let started = context.clock.now().as_second();
-        DeployItemReconciler { context, started }
+        DeployItemReconciler {
+            context,
+            started,
+            calls: Calls::default(),
+        }
+    }
+
+    fn registry(&self) -> &DeployerRegistry {
+        &self.context.deployers
     }
 
     fn timeouts(&self) -> Timeouts {
@@ -66,10 +90,13 @@ impl DeployItemReconciler {
     /// `status.deployer` for a built-in deployer, named as Landscaper names its deployers
     /// (`mock.deployer.landscaper.gardener.cloud`, ...).
     pub fn deployer_information(&self, deployer_type: &str) -> DeployerInformation {
-        let name = format!(
-            "{}.deployer.landscaper.gardener.cloud",
-            deployer_short_name(deployer_type)
-        );
+        let name = match self.registry().get(deployer_type) {
+            Some(deployer) => deployer.name(),
+            None => format!(
+                "{}.deployer.landscaper.gardener.cloud",
+                deployer_short_name(deployer_type)
+            ),
+        };
         DeployerInformation {
             identity: format!("{name}-{}", self.started),
             name,
@@ -149,22 +176,27 @@ impl DeployItemReconciler {
         Ok(targets)
     }
 
-    /// Why the item's Context cannot be loaded. The `default` Context is implicit in the
-    /// appliance (Landscaper creates one in every namespace), so only other names can miss.
-    fn context_error(&self, item: &DeployItem) -> Result<Option<String>, ReconcileError> {
+    /// The item's Context (`spec.context`, default `default`), or why it cannot be loaded. The
+    /// `default` Context is implicit in the appliance (Landscaper creates one in every
+    /// namespace): without an object of that name it is empty; other names must exist.
+    fn load_context(
+        &self,
+        item: &DeployItem,
+    ) -> Result<Result<DeployContext, String>, ReconcileError> {
         let name = item
             .spec
             .context
             .as_deref()
             .filter(|c| !c.is_empty())
             .unwrap_or(DEFAULT_CONTEXT_NAME);
-        if name == DEFAULT_CONTEXT_NAME {
-            return Ok(None);
-        }
         let key = ObjectKey::new(Kind::Context, item.metadata.namespace(), name);
         Ok(match self.context.store.get(&key)? {
-            Some(_) => None,
-            None => Some(format!(
+            Some(raw) => match from_value::<Context>(&raw) {
+                Ok(context) => Ok(DeployContext::from_context(name, &context)),
+                Err(e) => Err(format!("context {}/{name}: {e}", item.metadata.namespace())),
+            },
+            None if name == DEFAULT_CONTEXT_NAME => Ok(DeployContext::empty(name)),
+            None => Err(format!(
                 "contexts.landscaper.gardener.cloud {name:?} not found"
             )),
         })
@@ -250,82 +282,113 @@ impl DeployItemReconciler {
         Ok(tx.delete(key, Some(resource_version)))
     }
 
-    async fn call_reconcile(
+    /// Starts the deployer call the plan asks for and waits for it a short while: its answer is
+    /// applied now, or, when the call takes longer, by the reconcile its end triggers.
+    #[allow(clippy::too_many_arguments)]
+    async fn start_call(
         &self,
+        key: &ObjectKey,
         deployer: &Arc<dyn Deployer>,
         raw: &Value,
         item: &DeployItem,
         target: &TargetLookup,
+        context: DeployContext,
         plan: &Plan,
         status: DeployItemStatus,
+        delete: bool,
     ) -> Result<Outcome, ReconcileError> {
         let mut picked = item.clone();
         picked.status = Some(status.clone());
         let secondary = self.secondary_targets(deployer.as_ref(), &picked)?;
-        let result = deployer
-            .reconcile(
-                DeployRequest::new(&picked, target.resolved().map(|t| &t.target))
-                    .with_secondary_targets(&secondary),
+        let now = self.context.clock.now();
+        let (deadline, time_left) = calls::deadline(&picked, &status, now, self.timeouts());
+        let started = Started {
+            raw: raw.clone(),
+            item: item.clone(),
+            picked,
+            plan: plan.clone(),
+            status,
+        };
+        let request = calls::Request {
+            deployer: deployer.clone(),
+            target: target.resolved().map(|t| t.target.clone()),
+            secondary,
+            context,
+            deadline,
+            time_left,
+            delete,
+        };
+        let answer = self
+            .calls
+            .start(
+                key,
+                started,
+                request,
+                self.context.clone(),
+                self.context.config.deployer_call_inline_wait,
             )
             .await;
-        if let Err(e) = &result {
-            tracing::info!(item = %key_of(item), error = %e, "deployer reconcile failed");
+        match answer {
+            Some((started, answer)) => self.finish(started, answer).await,
+            None => Ok(Outcome::Done),
         }
-        let now = self.context.clock.now();
-        let step = contract::apply_reconcile_result(&picked, status, result, now, self.timeouts());
-        let mut tx = Self::item_write(raw, &step.status, plan, Transaction::new());
-        if let Some((reference, value)) = &step.export {
-            let key = ObjectKey::new(Kind::Secret, &reference.namespace, &reference.name);
-            let existing = self.context.store.get(&key)?;
-            if let Some(secret) =
-                export::export_secret(&picked, reference, value, existing.as_ref())
-            {
-                tx = if existing.is_some() {
-                    tx.update(secret)
-                } else {
-                    tx.create(secret)
-                };
-            }
-        }
-        self.commit(tx).await?;
-        Ok(outcome(step.requeue_after))
     }
 
-    async fn call_delete(
-        &self,
-        deployer: &Arc<dyn Deployer>,
-        raw: &Value,
-        item: &DeployItem,
-        target: &TargetLookup,
-        plan: &Plan,
-        status: DeployItemStatus,
-    ) -> Result<Outcome, ReconcileError> {
-        let mut picked = item.clone();
-        picked.status = Some(status.clone());
-        let secondary = self.secondary_targets(deployer.as_ref(), &picked)?;
-        let result = deployer
-            .delete(
-                DeployRequest::new(&picked, target.resolved().map(|t| &t.target))
-                    .with_secondary_targets(&secondary),
-            )
-            .await;
-        if let Err(e) = &result {
-            tracing::info!(item = %key_of(item), error = %e, "deployer delete failed");
-        }
+    /// Applies a deployer's answer to the item as it was when the call started: the write
+    /// carries that resourceVersion, so a change meanwhile (a new job, an interrupt) conflicts
+    /// and the item is looked at again from scratch.
+    async fn finish(&self, started: Started, answer: Answer) -> Result<Outcome, ReconcileError> {
+        let Started {
+            raw,
+            item,
+            picked,
+            plan,
+            status,
+        } = started;
         let now = self.context.clock.now();
-        match contract::apply_delete_result(&picked, status, result, now, self.timeouts()) {
-            DeleteStep::Remove => {
-                let tx = self.removal(raw, item, plan)?;
+        match answer {
+            Answer::Reconcile(result) => {
+                if let Err(e) = &result {
+                    tracing::info!(item = %key_of(&item), error = %e, "deployer reconcile failed");
+                }
+                let step =
+                    contract::apply_reconcile_result(&picked, status, result, now, self.timeouts());
+                let mut tx = Self::item_write(&raw, &step.status, &plan, Transaction::new());
+                if let Some((reference, value)) = &step.export {
+                    let key = ObjectKey::new(Kind::Secret, &reference.namespace, &reference.name);
+                    let existing = self.context.store.get(&key)?;
+                    if let Some(secret) =
+                        export::export_secret(&picked, reference, value, existing.as_ref())
+                    {
+                        tx = if existing.is_some() {
+                            tx.update(secret)
+                        } else {
+                            tx.create(secret)
+                        };
+                    }
+                }
                 self.commit(tx).await?;
-                Ok(Outcome::Done)
+                Ok(outcome(step.requeue_after))
             }
-            DeleteStep::Keep {
-                status,
-                requeue_after,
-            } => {
-                let tx = Self::item_write(raw, &status, plan, Transaction::new());
-                self.commit(tx).await?;
-                Ok(outcome(requeue_after))
+            Answer::Delete(result) => {
+                if let Err(e) = &result {
+                    tracing::info!(item = %key_of(&item), error = %e, "deployer delete failed");
+                }
+                match contract::apply_delete_result(&picked, status, result, now, self.timeouts()) {
+                    DeleteStep::Remove => {
+                        let tx = self.removal(&raw, &item, &plan)?;
+                        self.commit(tx).await?;
+                        Ok(Outcome::Done)
+                    }
+                    DeleteStep::Keep {
+                        status,
+                        requeue_after,
+                    } => {
+                        let tx = Self::item_write(&raw, &status, &plan, Transaction::new());
+                        self.commit(tx).await?;
+                        Ok(outcome(requeue_after))
+                    }
+                }
             }
         }
     }
@@ -351,7 +414,14 @@ impl Reconciler for DeployItemReconciler {
     }
 
     async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, ReconcileError> {
-        let Some(raw) = self.context.store.get(key)? else {
+        let raw = self.context.store.get(key)?;
+        // A call started earlier: apply its answer, or wait for it.
+        match self.calls.poll(key, raw.as_ref()) {
+            calls::Poll::Running => return Ok(Outcome::Done),
+            calls::Poll::Answered(started, answer) => return self.finish(*started, answer).await,
+            calls::Poll::None => {}
+        }
+        let Some(raw) = raw else {
             return Ok(Outcome::Done);
         };
         let item: DeployItem = match from_value(&raw) {
@@ -361,25 +431,32 @@ impl Reconciler for DeployItemReconciler {
                 return Ok(Outcome::Done);
             }
         };
-        let deployer = self.context.deployers.get(&item.spec.r#type).cloned();
+        let served = self.registry().contains_key(&item.spec.r#type);
         let finished = item.status.as_ref().is_none_or(is_job_finished);
-        if finished && !(deployer.is_some() && has_test_reconcile(&item)) {
+        if finished && !(served && has_test_reconcile(&item)) {
             return Ok(Outcome::Done);
         }
 
         let target = self.lookup_target(&item)?;
-        let context_error = match deployer {
-            Some(_) => self.context_error(&item)?,
+        // Landscaper's responsibility check: the deployer of the type, if it accepts the
+        // Target's type (an unresolvable Target is looked at by the deployer of the type).
+        let deployer = self
+            .registry()
+            .responsible(&item.spec.r#type, target.resolved().map(|t| &t.target))
+            .cloned();
+        let context = match deployer {
+            Some(_) => Some(self.load_context(&item)?),
             None => None,
         };
+        let context_error = context.as_ref().and_then(|c| c.as_ref().err());
         let info = deployer
             .as_ref()
-            .map(|d| self.deployer_information(d.deployer_type()));
+            .map(|d| self.deployer_information(d.item_type()));
         let input = Input {
             item: &item,
             deployer: info.as_ref(),
             target: &target,
-            context_error: context_error.as_deref(),
+            context_error: context_error.map(String::as_str),
             now: self.context.clock.now(),
             timeouts: self.timeouts(),
         };
@@ -413,19 +490,15 @@ impl Reconciler for DeployItemReconciler {
                 self.commit(tx).await?;
                 Ok(Outcome::Done)
             }
-            Decision::CallReconcile { status } => {
-                let Some(deployer) = deployer else {
+            Decision::CallReconcile { status } | Decision::CallDelete { status } => {
+                let delete = matches!(plan.decision, Decision::CallDelete { .. });
+                let (Some(deployer), Some(Ok(context))) = (deployer, context) else {
                     return Ok(Outcome::Done);
                 };
-                self.call_reconcile(&deployer, &raw, &item, &target, &plan, status)
-                    .await
-            }
-            Decision::CallDelete { status } => {
-                let Some(deployer) = deployer else {
-                    return Ok(Outcome::Done);
-                };
-                self.call_delete(&deployer, &raw, &item, &target, &plan, status)
-                    .await
+                self.start_call(
+                    key, &deployer, &raw, &item, &target, context, &plan, status, delete,
+                )
+                .await
             }
         }
     }

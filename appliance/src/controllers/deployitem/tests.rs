@@ -1,7 +1,6 @@
 //! The dispatcher against a real store: transactions, export Secrets, finalizers, deletion and
 //! optimistic concurrency.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,11 +53,7 @@ fn env_with(deployers: impl FnOnce(&Store) -> Vec<Arc<dyn Deployer>>) -> Env {
     let mut context = ControllerContext::new(store.clone(), config).with_clock(clock.clone());
     let deployers = deployers(&store);
     if !deployers.is_empty() {
-        let map: HashMap<String, Arc<dyn Deployer>> = deployers
-            .into_iter()
-            .map(|d| (d.deployer_type().to_string(), d))
-            .collect();
-        context.deployers = Arc::new(map);
+        context.deployers = Arc::new(deployers.into_iter().collect());
     }
     Env {
         _dir: dir,
@@ -375,7 +370,7 @@ struct Recorder {
 }
 
 impl Deployer for Recorder {
-    fn deployer_type(&self) -> &str {
+    fn item_type(&self) -> &str {
         "example.com/recorder"
     }
 
@@ -544,7 +539,7 @@ struct Interrupter {
 }
 
 impl Deployer for Interrupter {
-    fn deployer_type(&self) -> &str {
+    fn item_type(&self) -> &str {
         "example.com/interrupted"
     }
 
@@ -627,4 +622,246 @@ fn built_in_deployers_are_named_as_in_landscaper() {
         .reconciler
         .deployer_information("landscaper.gardener.cloud/kubernetes-manifest");
     assert_eq!(info.name, "manifest.deployer.landscaper.gardener.cloud");
+}
+
+/// Records the Context and deadline it is called with, and waits in `reconcile` until
+/// `release` for items named `slow*` (after reaching the checkpoint `deployer: apply manifests`).
+#[derive(Default)]
+struct Slow {
+    release: tokio::sync::Notify,
+    seen: Mutex<
+        Vec<(
+            String,
+            landscaper_deployers::DeployContext,
+            Option<Timestamp>,
+        )>,
+    >,
+}
+
+impl Deployer for Slow {
+    fn item_type(&self) -> &str {
+        "example.com/slow"
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        request: DeployRequest<'a>,
+    ) -> BoxFuture<'a, Result<ReconcileResult, DeployerError>> {
+        let name = request.item.metadata.name().to_string();
+        self.seen
+            .lock()
+            .unwrap()
+            .push((name.clone(), request.context.clone(), request.deadline));
+        Box::pin(async move {
+            if name.starts_with("slow") {
+                request.checkpoint("deployer: apply manifests");
+                self.release.notified().await;
+            }
+            Ok(ReconcileResult {
+                phase: Some(Phase::Succeeded),
+                ..Default::default()
+            })
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        _request: DeployRequest<'a>,
+    ) -> BoxFuture<'a, Result<DeleteResult, DeployerError>> {
+        Box::pin(async { Ok(DeleteResult::Deleted) })
+    }
+}
+
+#[tokio::test]
+async fn a_call_beyond_the_deadline_ends_with_landscapers_progressing_timeout() {
+    let slow = Arc::new(Slow::default());
+    let env = env_with(|_| vec![slow.clone()]);
+    let mut di = deploy_item("slow", "example.com/slow", json!({"x": 1}));
+    di["spec"]["timeout"] = json!("400ms");
+    env.create(di).await;
+    env.trigger("slow", "job-1").await;
+    // The worker does not wait for the call: it runs on, nothing is written meanwhile.
+    let revision = env.store.revision();
+    assert_eq!(env.reconcile("slow").await.unwrap(), Outcome::Done);
+    assert!(env.reconciler.calls.is_running(&di_key("slow")));
+    assert_eq!(env.store.revision(), revision);
+    assert_eq!(env.reconcile("slow").await.unwrap(), Outcome::Done);
+    assert_eq!(
+        env.store.revision(),
+        revision,
+        "a running call is not started again"
+    );
+    assert_eq!(slow.seen.lock().unwrap().len(), 1);
+
+    // The call is cut off at the deadline; the next reconcile records Landscaper's error.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(env.reconcile("slow").await.unwrap(), Outcome::Done);
+    let item = env.item("slow");
+    assert_eq!(phase(&item), Some(Phase::Failed));
+    assert!(finished(&item));
+    let error = item.status.unwrap().last_error.unwrap();
+    assert_eq!(error.operation, "StandardTimeoutChecker.TimeoutExceeded");
+    assert_eq!(error.reason, "ProgressingTimeout");
+    assert_eq!(error.message, r#"timeout at: "deployer: apply manifests""#);
+    assert_eq!(error.codes, Some(vec![ERR_TIMEOUT.to_string()]));
+    assert!(!env.reconciler.calls.is_running(&di_key("slow")));
+}
+
+#[tokio::test]
+async fn a_slow_item_does_not_hold_the_worker_of_another() {
+    let slow = Arc::new(Slow::default());
+    let env = env_with(|_| vec![slow.clone()]);
+    env.create(json!({
+        "apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Context",
+        "metadata": {"name": "default", "namespace": "ns"},
+        "repositoryContext": {"type": "ociRegistry", "baseUrl": "registry.example.com"},
+        "registryPullSecrets": [{"name": "pull"}],
+        "configurations": {"helmChartRepoCredentials": {"auths": []}},
+    }))
+    .await;
+    for name in ["slow", "fast"] {
+        let mut di = deploy_item(name, "example.com/slow", json!({"x": 1}));
+        di["spec"]["timeout"] = json!("1h");
+        env.create(di).await;
+        env.trigger(name, "job-1").await;
+    }
+    // One worker, the items queued slow first.
+    let reconciler = Arc::new(DeployItemReconciler::new(env.reconciler.context.clone()));
+    let queues = crate::controllers::Queues::new();
+    let _ = reconciler.context.queues.set(queues.clone());
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    crate::controllers::runtime::spawn_workers(
+        reconciler.clone(),
+        queues.deploy_items.clone(),
+        &crate::controllers::runtime::WorkerOptions {
+            workers: 1,
+            ..Default::default()
+        },
+        cancel.clone(),
+        &mut tasks,
+    );
+    queues.deploy_items.add(di_key("slow"));
+    queues.deploy_items.add(di_key("fast"));
+
+    let succeeded = |name: &str| phase(&env.item(name)) == Some(Phase::Succeeded);
+    let wait_for = async |name: &str| {
+        for _ in 0..200 {
+            if succeeded(name) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{name} did not succeed");
+    };
+    wait_for("fast").await;
+    assert!(!succeeded("slow"), "the slow call still runs");
+    assert!(reconciler.calls.is_running(&di_key("slow")));
+
+    // Its end requeues the item, whose reconcile records the answer.
+    slow.release.notify_one();
+    wait_for("slow").await;
+    assert!(finished(&env.item("slow")));
+    assert!(!reconciler.calls.is_running(&di_key("slow")));
+
+    // Both calls saw the namespace's default Context and their deadline.
+    let seen = slow.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    for (name, context, deadline) in seen {
+        assert_eq!(context.name, "default");
+        assert_eq!(
+            context.repository_context,
+            Some(json!({"type": "ociRegistry", "baseUrl": "registry.example.com"}))
+        );
+        assert_eq!(context.registry_pull_secrets[0].name, "pull");
+        assert!(
+            context
+                .configurations
+                .contains_key("helmChartRepoCredentials")
+        );
+        let init = env
+            .item(&name)
+            .status
+            .unwrap()
+            .transition_times
+            .unwrap()
+            .init_time;
+        let expected = contract::parse_time(init.as_deref())
+            .unwrap()
+            .checked_add(SignedDuration::from_hours(1))
+            .unwrap();
+        assert_eq!(deadline, Some(expected), "{name}");
+    }
+    cancel.cancel();
+    queues.close();
+    while tasks.join_next().await.is_some() {}
+}
+
+#[tokio::test]
+async fn a_running_call_is_aborted_when_its_item_changes() {
+    let slow = Arc::new(Slow::default());
+    let env = env_with(|_| vec![slow.clone()]);
+    env.create(deploy_item("slow", "example.com/slow", json!({"x": 1})))
+        .await;
+    env.trigger("slow", "job-1").await;
+    assert_eq!(env.reconcile("slow").await.unwrap(), Outcome::Done);
+    assert!(env.reconciler.calls.is_running(&di_key("slow")));
+    // A new job (the Execution controller) while the call runs: the stale call is dropped and
+    // the item is served afresh.
+    env.advance(1);
+    env.trigger("slow", "job-2").await;
+    assert_eq!(env.reconcile("slow").await.unwrap(), Outcome::Done);
+    assert_eq!(slow.seen.lock().unwrap().len(), 2);
+    assert!(env.reconciler.calls.is_running(&di_key("slow")));
+    // Only the new call is waiting for the release.
+    slow.release.notify_one();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(env.reconcile("slow").await.unwrap(), Outcome::Done);
+    let item = env.item("slow");
+    assert_eq!(phase(&item), Some(Phase::Succeeded));
+    assert_eq!(
+        item.status.unwrap().job_id_finished.as_deref(),
+        Some("job-2")
+    );
+}
+
+/// Panics in its reconcile.
+struct Panicker;
+
+impl Deployer for Panicker {
+    fn item_type(&self) -> &str {
+        "example.com/panics"
+    }
+
+    fn reconcile<'a>(
+        &'a self,
+        _request: DeployRequest<'a>,
+    ) -> BoxFuture<'a, Result<ReconcileResult, DeployerError>> {
+        Box::pin(async { panic!("deployer bug") })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        _request: DeployRequest<'a>,
+    ) -> BoxFuture<'a, Result<DeleteResult, DeployerError>> {
+        Box::pin(async { Ok(DeleteResult::Deleted) })
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_deployer_call_panics_in_the_reconcile_where_the_runtime_contains_it() {
+    use futures_util::FutureExt as _;
+    let env = env_with(|_| vec![Arc::new(Panicker)]);
+    env.create(deploy_item("di", "example.com/panics", json!({"x": 1})))
+        .await;
+    env.trigger("di", "job-1").await;
+    let result = std::panic::AssertUnwindSafe(env.reconcile("di"))
+        .catch_unwind()
+        .await;
+    let payload = result.expect_err("the panic reaches the reconcile");
+    assert_eq!(
+        payload.downcast_ref::<&str>().copied(),
+        Some("deployer bug")
+    );
+    assert!(!env.reconciler.calls.is_running(&di_key("di")));
 }

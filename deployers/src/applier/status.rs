@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::config::{ConfigError, ManifestPolicy, V1ALPHA1, V1ALPHA2, check_type};
+use super::config::ManifestPolicy;
 use crate::kubernetes::{ObjectRef, group_of};
+use crate::manifest::config::{ConfigError, V1ALPHA1, V1ALPHA2, check_type};
 
 /// corev1 `ObjectReference` (only the fields Landscaper fills are usually set).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use landscaper_store::model::constants::ERR_CONFIGURATION_PROBLEM;
 
-use super::ClientFactory;
-use super::config::ProviderConfiguration;
+use super::{ClientFactory, Desired};
 use crate::kubernetes::ClusterClient;
 use crate::{DeployerError, SecondaryTarget, SecondaryTargets};
 
@@ -48,16 +47,18 @@ impl SecondaryTargetError {
         reason: &str,
         message: impl Into<String>,
     ) -> DeployerError {
-        let mut error = DeployerError::new(operation, reason, message);
-        error.codes.extend(self.codes().iter().cloned());
-        error
+        self.codes()
+            .iter()
+            .fold(DeployerError::new(operation, reason, message), |e, code| {
+                e.with_code(code)
+            })
     }
 }
 
 /// Every `targetName` of a configuration: enabled custom readiness checks, exports read from
 /// a resource, custom deletion groups (on delete and during update). Sorted, without
 /// duplicates.
-pub fn secondary_target_names(config: &ProviderConfiguration) -> Vec<String> {
+pub fn secondary_target_names(config: &Desired<'_>) -> Vec<String> {
     let checks = config
         .readiness_checks
         .custom_readiness_checks
@@ -74,7 +75,7 @@ pub fn secondary_target_names(config: &ProviderConfiguration) -> Vec<String> {
     let groups = config
         .deletion_groups
         .iter()
-        .chain(&config.deletion_groups_during_update)
+        .chain(config.deletion_groups_during_update)
         .filter_map(|g| g.custom_resource_group.as_ref())
         .filter_map(|g| g.target_name.as_ref());
     let names: BTreeSet<&String> = checks.chain(exports).chain(groups).collect();
@@ -156,7 +157,7 @@ impl<'a> TargetClients<'a> {
                 .map_err(|e| SecondaryTargetError::Client {
                     name: name.to_string(),
                     message: e.message,
-                    codes: e.codes,
+                    codes: e.codes.unwrap_or_default(),
                 })?;
         client.invalidate_discovery();
         self.secondary.insert(name.to_string(), client.clone());
@@ -261,7 +262,7 @@ pub(crate) mod tests {
         }))
         .unwrap();
         assert_eq!(
-            secondary_target_names(&config),
+            secondary_target_names(&config.desired()),
             vec![
                 "check-target",
                 "delete-target",
@@ -269,7 +270,7 @@ pub(crate) mod tests {
                 "update-target"
             ]
         );
-        assert!(secondary_target_names(&ProviderConfiguration::default()).is_empty());
+        assert!(secondary_target_names(&ProviderConfiguration::default().desired()).is_empty());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::apply::{annotate, is_managed_by, mergo_merge};
+use super::apply::{Owner, annotate, is_managed_by, mergo_merge};
 use super::config::{
     DeletionGroupDefinition, GROUP_CLUSTER_SCOPED, GROUP_CRDS, GROUP_EMPTY, GROUP_NAMESPACED,
     ManifestPolicy, PredefinedResourceGroup, ResourceType, validate_deletion_group,
@@ -119,11 +119,12 @@ pub fn assign_groups(
 
 /// `FilterByPolicy` + `AnnotateAndPatchBeforeDelete`: the managed resources that are to be
 /// deleted, after their before-delete annotations and patches are applied.
-pub async fn prepare_deletion(
+pub async fn prepare_deletion<'a>(
     client: &dyn ClusterClient,
     resources: &[ManagedResourceStatus],
-    deploy_item: &str,
+    owner: impl Into<Owner<'a>>,
 ) -> Result<Vec<ManagedResourceStatus>, ClusterError> {
+    let owner = owner.into();
     let mut deletable = Vec::new();
     for resource in resources {
         if matches!(
@@ -146,7 +147,7 @@ pub async fn prepare_deletion(
         let Some(live) = client.get(&reference).await? else {
             continue;
         };
-        if resource.policy == ManifestPolicy::Fallback && !is_managed_by(&live, deploy_item) {
+        if resource.policy == ManifestPolicy::Fallback && !is_managed_by(&live, owner) {
             continue;
         }
         if resource.annotate_before_delete.is_some() || resource.patch_before_delete.is_some() {

@@ -129,9 +129,9 @@ mod tests {
 
     use super::*;
     use crate::SecondaryTargets;
+    use crate::applier::config::{FromObjectReference, TypedObjectReference};
+    use crate::applier::targets::tests::{FakeFactory, resolved};
     use crate::kubernetes::FakeCluster;
-    use crate::manifest::config::{FromObjectReference, TypedObjectReference};
-    use crate::manifest::targets::tests::{FakeFactory, resolved};
     use serde_json::json;
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {

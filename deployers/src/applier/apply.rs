@@ -261,9 +261,28 @@ fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
         .and_then(Value::as_str)
 }
 
+/// The deploy item applying objects, and the label that marks them as its own
+/// (`manifest.deployer.landscaper.gardener.cloud/deployitem`, the helm deployer's own in its
+/// manifest-only mode). A plain name means the manifest deployer's label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner<'a> {
+    pub label: &'a str,
+    pub deploy_item: &'a str,
+}
+
+impl<'a> From<&'a str> for Owner<'a> {
+    fn from(deploy_item: &'a str) -> Owner<'a> {
+        Owner {
+            label: MANAGED_DEPLOY_ITEM_LABEL,
+            deploy_item,
+        }
+    }
+}
+
 /// Whether the live object is labelled as applied by this deploy item.
-pub fn is_managed_by(object: &Value, deploy_item: &str) -> bool {
-    label(object, MANAGED_DEPLOY_ITEM_LABEL) == Some(deploy_item)
+pub fn is_managed_by<'a>(object: &Value, owner: impl Into<Owner<'a>>) -> bool {
+    let owner = owner.into();
+    label(object, owner.label) == Some(owner.deploy_item)
 }
 
 /// Merges `annotations` into `metadata.annotations` (overwriting).
@@ -291,25 +310,26 @@ pub enum ApplyAction {
 }
 
 /// `applyObject`'s decision for an object, given the live one (if any).
-pub fn decide(
+pub fn decide<'a>(
     manifest: &Manifest,
     desired: &Value,
     live: Option<&Value>,
     strategy: &UpdateStrategy,
-    deploy_item: &str,
+    owner: impl Into<Owner<'a>>,
 ) -> Result<ApplyAction, String> {
+    let owner = owner.into();
     if manifest.policy == ManifestPolicy::Ignore {
         return Ok(ApplyAction::Skip);
     }
     let mut desired = desired.clone();
     let Some(live) = live else {
-        set_label(&mut desired, MANAGED_DEPLOY_ITEM_LABEL, deploy_item);
+        set_label(&mut desired, owner.label, owner.deploy_item);
         if let Some(annotations) = &manifest.annotate_before_create {
             annotate(&mut desired, annotations);
         }
         return Ok(ApplyAction::Create(desired));
     };
-    if manifest.policy == ManifestPolicy::Fallback && !is_managed_by(live, deploy_item) {
+    if manifest.policy == ManifestPolicy::Fallback && !is_managed_by(live, owner) {
         return Ok(ApplyAction::Skip);
     }
     if manifest.policy == ManifestPolicy::Immutable {
@@ -317,7 +337,7 @@ pub fn decide(
     }
     match strategy {
         UpdateStrategy::Update | UpdateStrategy::Patch => {
-            set_label(&mut desired, MANAGED_DEPLOY_ITEM_LABEL, deploy_item);
+            set_label(&mut desired, owner.label, owner.deploy_item);
             set_required_fields(live, &mut desired);
             if *strategy == UpdateStrategy::Update {
                 Ok(ApplyAction::Update(desired))
@@ -330,7 +350,7 @@ pub fn decide(
             if let (Some(dst), Some(src)) = (merged.as_object_mut(), desired.as_object()) {
                 mergo_merge(dst, src, *strategy == UpdateStrategy::MergeOverwrite);
             }
-            set_label(&mut merged, MANAGED_DEPLOY_ITEM_LABEL, deploy_item);
+            set_label(&mut merged, owner.label, owner.deploy_item);
             Ok(ApplyAction::Update(merged))
         }
         UpdateStrategy::Other(other) => Err(format!("{other} is not a valid update strategy")),
@@ -368,7 +388,7 @@ async fn apply_object(
     client: &dyn ClusterClient,
     manifest: &Manifest,
     strategy: &UpdateStrategy,
-    deploy_item: &str,
+    owner: Owner<'_>,
 ) -> (
     Option<ManagedResourceStatus>,
     Option<PatchAfterDeployment>,
@@ -399,7 +419,7 @@ async fn apply_object(
                 patch,
             })
     };
-    let action = match decide(manifest, &desired, live.as_ref(), strategy, deploy_item) {
+    let action = match decide(manifest, &desired, live.as_ref(), strategy, owner) {
         Ok(action) => action,
         Err(e) => {
             let entry = live.as_ref().map(|l| status_entry(manifest, l));
@@ -446,17 +466,18 @@ async fn apply_object(
 }
 
 /// Applies every group in order (objects one after the other, for a deterministic result).
-pub async fn apply_groups(
+pub async fn apply_groups<'a>(
     client: &dyn ClusterClient,
     groups: &ExecutionGroups,
     strategy: &UpdateStrategy,
-    deploy_item: &str,
+    owner: impl Into<Owner<'a>>,
 ) -> Applied {
+    let owner = owner.into();
     let mut applied = Applied::default();
     for (index, group) in groups.in_order().into_iter().enumerate() {
         let mut managed = Vec::new();
         for manifest in group {
-            let (entry, patch, error) = apply_object(client, manifest, strategy, deploy_item).await;
+            let (entry, patch, error) = apply_object(client, manifest, strategy, owner).await;
             managed.extend(entry);
             applied.patches.extend(patch);
             applied.errors.extend(error);

@@ -4,10 +4,10 @@ use serde_json::json;
 
 use super::*;
 use crate::SecondaryTargets;
+use crate::applier::config::CustomResourceGroup;
+use crate::applier::status::ObjectReference;
+use crate::applier::targets::tests::{FakeFactory, resolved};
 use crate::kubernetes::FakeCluster;
-use crate::manifest::config::CustomResourceGroup;
-use crate::manifest::status::ObjectReference;
-use crate::manifest::targets::tests::{FakeFactory, resolved};
 
 fn managed(api_version: &str, kind: &str, namespace: &str, name: &str) -> ManagedResourceStatus {
     ManagedResourceStatus {

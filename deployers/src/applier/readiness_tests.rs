@@ -117,8 +117,8 @@ fn requirement_operators() {
 
 #[test]
 fn custom_checks_select_by_reference_and_labels() {
+    use crate::applier::config::{LabelSelectorSpec, TypedObjectReference};
     use crate::kubernetes::FakeCluster;
-    use crate::manifest::config::{LabelSelectorSpec, TypedObjectReference};
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

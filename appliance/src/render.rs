@@ -12,8 +12,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use landscaper_store::Kind;
-use landscaper_store::model::{ConfigMap, Installation, Secret, from_value};
+use landscaper_store::model::{Installation, from_value};
+use landscaper_store::{Kind, MemoryObjects};
 use landscaper_templating::blueprint::{
     Bindings, Blueprint, BlueprintFs, ExportBindings, ImportType, construct_imports,
     evaluate_import_data_mappings, normalize_path, parse_yaml, render_deploy_executions,
@@ -25,6 +25,7 @@ use landscaper_templating::spiff::{self, SpiffOptions};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{RenderArgs, RenderEngine, RenderOutputFormat, RenderTemplateArgs};
+use crate::controllers::installation::dataflow;
 use crate::ingest::{is_manifest_name, parse_manifest, scan};
 
 const DEFAULT_NAMESPACE: &str = "default";
@@ -56,25 +57,28 @@ pub fn run(args: &RenderArgs, out: &mut impl Write, warn: &mut impl Write) -> an
     // Objects that installation imports may refer to.
     let mut objects = source.objects.clone();
     if let Some(from) = &args.imports_from {
-        objects.extend(read_objects(from)?);
-    }
-    let mut installation_values = Map::new();
-    if let Some(inst) = &source.installation {
-        installation_values = resolve_installation_imports(inst, &namespace, &objects)
-            .with_context(|| format!("{}: resolving the installation's imports", source.origin))?;
-    }
-    if let Some(file) = &args.imports {
-        let given = read_value_file(file)?;
-        let Value::Object(given) = given else {
-            bail!(
-                "{}: imports must be a map of import name to value",
-                file.display()
-            );
-        };
-        for (k, v) in given {
-            installation_values.insert(k, v);
+        for o in read_objects(from)? {
+            objects.insert(o)?;
         }
     }
+    let given = match &args.imports {
+        Some(file) => {
+            let Value::Object(given) = read_value_file(file)? else {
+                bail!(
+                    "{}: imports must be a map of import name to value",
+                    file.display()
+                );
+            };
+            given
+        }
+        None => Map::new(),
+    };
+    let mut installation_values = Map::new();
+    if let Some(inst) = &source.installation {
+        installation_values = resolve_installation_imports(inst, &objects, &given)
+            .with_context(|| format!("{}: resolving the installation's imports", source.origin))?;
+    }
+    installation_values.extend(given);
     // Targets given as their spec become Target objects.
     let bp = &source.blueprint;
     for def in bp.all_imports() {
@@ -95,9 +99,7 @@ pub fn run(args: &RenderArgs, out: &mut impl Write, warn: &mut impl Write) -> an
         .with_context(|| format!("{}: invalid imports", source.origin))?;
 
     let mut bindings = match &source.installation {
-        Some(inst) => {
-            crate::controllers::installation::dataflow::installation_bindings(inst, imports)
-        }
+        Some(inst) => dataflow::installation_bindings(inst, imports),
         None => Bindings::with_imports(imports),
     };
     // Import executions add bindings to the imports, or fail the import validation.
@@ -317,8 +319,8 @@ fn sorted(v: &Value) -> Value {
 struct Source {
     blueprint: Blueprint,
     installation: Option<Installation>,
-    /// Other objects of the Installation's file (DataObjects, Targets, ...), by kind and name.
-    objects: BTreeMap<(Kind, String), Value>,
+    /// Other objects of the Installation's file (DataObjects, Targets, ...).
+    objects: MemoryObjects,
     /// The path for messages.
     origin: String,
 }
@@ -330,19 +332,19 @@ fn load_source(path: &Path) -> anyhow::Result<Source> {
         return Ok(Source {
             blueprint,
             installation: None,
-            objects: BTreeMap::new(),
+            objects: MemoryObjects::new(),
             origin,
         });
     }
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {origin}"))?;
     let parsed = parse_manifest(&origin, &bytes).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut installations = Vec::new();
-    let mut objects = BTreeMap::new();
+    let mut objects = MemoryObjects::new();
     for o in parsed.objects {
         if o.key.kind == Kind::Installation {
             installations.push(o);
         } else {
-            objects.insert((o.key.kind, o.key.name.clone()), o.object);
+            objects.insert(o.object)?;
         }
     }
     let o = match installations.len() {
@@ -384,7 +386,7 @@ fn load_source(path: &Path) -> anyhow::Result<Source> {
 }
 
 /// DataObjects, Targets, ConfigMaps and Secrets of a manifest file or folder.
-fn read_objects(path: &Path) -> anyhow::Result<BTreeMap<(Kind, String), Value>> {
+fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
     let mut files = Vec::new();
     if path.is_dir() {
         let walk = scan::walk(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -396,7 +398,7 @@ fn read_objects(path: &Path) -> anyhow::Result<BTreeMap<(Kind, String), Value>> 
     } else {
         files.push((path.to_path_buf(), path.display().to_string()));
     }
-    let mut out = BTreeMap::new();
+    let mut out = Vec::new();
     for (abs, shown) in files {
         let name = abs.file_name().map(|n| n.to_string_lossy().to_string());
         if path.is_dir() && !name.as_deref().is_some_and(is_manifest_name) {
@@ -409,115 +411,32 @@ fn read_objects(path: &Path) -> anyhow::Result<BTreeMap<(Kind, String), Value>> 
                 o.key.kind,
                 Kind::DataObject | Kind::Target | Kind::ConfigMap | Kind::Secret
             ) {
-                out.insert((o.key.kind, o.key.name.clone()), o.object);
+                out.push(o.object);
             }
         }
     }
     Ok(out)
 }
 
-/// Values of a root installation's imports, by installation import name, from the objects: data
-/// imports by `dataRef` (a leading `#` stripped), `secretRef`/`configMapRef` (values parsed as
-/// YAML), target imports by Target name (`target`, `targets`, `targetMap`).
+/// Values of an installation's imports, by installation import name, resolved from `objects`
+/// exactly as the installation controller resolves them from the store
+/// ([`dataflow::read_import_values`]): an import whose object is missing fails. Imports named
+/// in `given` (the `--imports` file) are not resolved: their values replace them.
 fn resolve_installation_imports(
     inst: &Installation,
-    namespace: &str,
-    objects: &BTreeMap<(Kind, String), Value>,
+    objects: &MemoryObjects,
+    given: &Map<String, Value>,
 ) -> anyhow::Result<Map<String, Value>> {
-    let mut out = Map::new();
-    let same_ns = |o: &&Value| {
-        o.pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or(DEFAULT_NAMESPACE)
-            == namespace
-    };
-    let get = |kind: Kind, name: &str| objects.get(&(kind, name.to_string())).filter(same_ns);
-    for imp in inst.spec.data_imports() {
-        if let Some(r) = &imp.data_ref {
-            let name = r.strip_prefix('#').unwrap_or(r);
-            if let Some(o) = get(Kind::DataObject, name) {
-                out.insert(
-                    imp.name.clone(),
-                    o.get("data").cloned().unwrap_or(Value::Null),
-                );
-            }
-        } else if let Some(r) = &imp.secret_ref {
-            if let Some(o) = get(Kind::Secret, &r.name) {
-                let secret: Secret = from_value(o).map_err(|e| anyhow::anyhow!("{e}"))?;
-                if let Some(v) = key_values(
-                    &secret.decoded_data(),
-                    r.key.as_deref(),
-                    &imp.name,
-                    "Secret",
-                    &r.name,
-                )? {
-                    out.insert(imp.name.clone(), v);
-                }
-            }
-        } else if let Some(r) = &imp.config_map_ref
-            && let Some(o) = get(Kind::ConfigMap, &r.name)
-        {
-            let cm: ConfigMap = from_value(o).map_err(|e| anyhow::anyhow!("{e}"))?;
-            if let Some(v) = key_values(
-                &cm.decoded_data(),
-                r.key.as_deref(),
-                &imp.name,
-                "ConfigMap",
-                &r.name,
-            )? {
-                out.insert(imp.name.clone(), v);
-            }
+    let mut inst = inst.clone();
+    if let Some(imports) = inst.spec.imports.as_mut() {
+        if let Some(data) = imports.data.as_mut() {
+            data.retain(|i| !given.contains_key(&i.name));
+        }
+        if let Some(targets) = imports.targets.as_mut() {
+            targets.retain(|i| !given.contains_key(&i.name));
         }
     }
-    let target = |name: &str| -> anyhow::Result<Value> {
-        get(Kind::Target, name)
-            .cloned()
-            .ok_or_else(|| anyhow::anyhow!("Target {namespace}/{name} not found"))
-    };
-    for imp in inst.spec.target_imports() {
-        let value = if let Some(t) = imp.target.as_deref().filter(|s| !s.is_empty()) {
-            match target(t.strip_prefix('#').unwrap_or(t)) {
-                Ok(v) => v,
-                Err(_) => continue,
-            }
-        } else if let Some(list) = &imp.targets {
-            Value::Array(
-                list.iter()
-                    .map(|t| target(t.strip_prefix('#').unwrap_or(t)))
-                    .collect::<anyhow::Result<_>>()
-                    .with_context(|| format!("target import {:?}", imp.name))?,
-            )
-        } else if let Some(map) = &imp.target_map {
-            let mut m = Map::new();
-            for (k, t) in map {
-                m.insert(
-                    k.clone(),
-                    target(t.strip_prefix('#').unwrap_or(t))
-                        .with_context(|| format!("target import {:?}", imp.name))?,
-                );
-            }
-            Value::Object(m)
-        } else {
-            bail!(
-                "target import {:?}: targetListRef and targetMapRef only work in subinstallations",
-                imp.name
-            );
-        };
-        out.insert(imp.name.clone(), value);
-    }
-    Ok(out)
-}
-
-fn key_values(
-    data: &BTreeMap<String, Vec<u8>>,
-    key: Option<&str>,
-    import: &str,
-    kind: &str,
-    name: &str,
-) -> anyhow::Result<Option<Value>> {
-    crate::controllers::installation::dataflow::key_values(data, key, import, kind, name)
-        .map(Some)
-        .map_err(anyhow::Error::msg)
+    dataflow::read_import_values(objects, &inst).map_err(|e| anyhow::anyhow!("{}", e.error()))
 }
 
 /// A target import given as a Target's `spec` (or a list/map of them) becomes a Target object

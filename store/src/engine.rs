@@ -416,20 +416,7 @@ impl Store {
     }
 
     pub fn get(&self, key: &ObjectKey) -> Result<Option<Value>, StoreError> {
-        let tx = self.read()?;
-        let table = match tx.open_table(OBJECTS) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(StoreError::redb("opening the objects table")(e)),
-        };
-        let storage_key = key.storage_key();
-        match table
-            .get(storage_key.as_str())
-            .map_err(StoreError::redb("reading an object"))?
-        {
-            Some(bytes) => decode(&storage_key, bytes.value()).map(Some),
-            None => Ok(None),
-        }
+        read_get(&self.read()?, key)
     }
 
     /// Lists objects of a kind, in one namespace or all, matching a label selector.
@@ -439,59 +426,7 @@ impl Store {
         namespace: Option<&str>,
         selector: &LabelSelector,
     ) -> Result<ObjectList, StoreError> {
-        let tx = self.read()?;
-        let revision = read_meta(&tx, META_REVISION)?.unwrap_or(0);
-        let objects = tx
-            .open_table(OBJECTS)
-            .map_err(StoreError::redb("opening the objects table"))?;
-        let mut items = Vec::new();
-        if let Some((label, value)) = selector.first_equality() {
-            // The index narrows the candidates; the full selector still decides.
-            let index = tx
-                .open_table(LABEL_INDEX)
-                .map_err(StoreError::redb("opening the label index"))?;
-            let prefix = label_index_prefix(kind, label, value);
-            for entry in index
-                .range(prefix.as_str()..)
-                .map_err(StoreError::redb("scanning the label index"))?
-            {
-                let (entry_key, _) = entry.map_err(StoreError::redb("scanning the label index"))?;
-                let Some(rest) = entry_key.value().strip_prefix(prefix.as_str()) else {
-                    break;
-                };
-                let storage_key = format!("{}/{}", kind.as_str(), rest);
-                if let Some(ns) = namespace
-                    && !rest.starts_with(&format!("{ns}/"))
-                {
-                    continue;
-                }
-                if let Some(bytes) = objects
-                    .get(storage_key.as_str())
-                    .map_err(StoreError::redb("reading an object"))?
-                {
-                    let object = decode(&storage_key, bytes.value())?;
-                    if selector.matches_object(&object) {
-                        items.push(object);
-                    }
-                }
-            }
-        } else {
-            let prefix = ObjectKey::prefix(kind, namespace);
-            for entry in objects
-                .range(prefix.as_str()..)
-                .map_err(StoreError::redb("scanning objects"))?
-            {
-                let (key, bytes) = entry.map_err(StoreError::redb("scanning objects"))?;
-                if !key.value().starts_with(prefix.as_str()) {
-                    break;
-                }
-                let object = decode(key.value(), bytes.value())?;
-                if selector.matches_object(&object) {
-                    items.push(object);
-                }
-            }
-        }
-        Ok(ObjectList { items, revision })
+        read_list(&self.read()?, kind, namespace, selector)
     }
 
     /// The number of objects of each kind.
@@ -521,31 +456,7 @@ impl Store {
 
     /// Objects whose `ownerReferences` name `owner_uid`.
     pub fn children(&self, owner_uid: &str) -> Result<Vec<Value>, StoreError> {
-        let tx = self.read()?;
-        let index = tx
-            .open_table(OWNER_INDEX)
-            .map_err(StoreError::redb("opening the owner index"))?;
-        let objects = tx
-            .open_table(OBJECTS)
-            .map_err(StoreError::redb("opening the objects table"))?;
-        let prefix = format!("{owner_uid}\0");
-        let mut items = Vec::new();
-        for entry in index
-            .range(prefix.as_str()..)
-            .map_err(StoreError::redb("scanning the owner index"))?
-        {
-            let (key, _) = entry.map_err(StoreError::redb("scanning the owner index"))?;
-            let Some(storage_key) = key.value().strip_prefix(prefix.as_str()) else {
-                break;
-            };
-            if let Some(bytes) = objects
-                .get(storage_key)
-                .map_err(StoreError::redb("reading an object"))?
-            {
-                items.push(decode(storage_key, bytes.value())?);
-            }
-        }
-        Ok(items)
+        read_children(&self.read()?, owner_uid)
     }
 
     /// The names of the installations in one scope (namespace, and parent installation or
@@ -556,23 +467,7 @@ impl Store {
         parent: Option<&str>,
         flow: FlowRef<'_>,
     ) -> Result<Vec<String>, StoreError> {
-        let tx = self.read()?;
-        let index = tx
-            .open_table(FLOW_INDEX)
-            .map_err(StoreError::redb("opening the data-flow index"))?;
-        let prefix = flow::query_prefix(namespace, parent, flow);
-        let mut names = Vec::new();
-        for entry in index
-            .range(prefix.as_str()..)
-            .map_err(StoreError::redb("scanning the data-flow index"))?
-        {
-            let (key, _) = entry.map_err(StoreError::redb("scanning the data-flow index"))?;
-            let Some(name) = key.value().strip_prefix(prefix.as_str()) else {
-                break;
-            };
-            names.push(name.to_string());
-        }
-        Ok(names)
+        read_installations_by_flow(&self.read()?, namespace, parent, flow)
     }
 
     /// The object with this uid, if it still exists.
@@ -2154,4 +2049,175 @@ pub fn needs_repair(error: &StoreError) -> bool {
             ..
         })
     )
+}
+
+/// A consistent read of the store at one revision: every read through it sees the same state,
+/// whatever commits meanwhile (the installation controller loads a step's view through one).
+#[derive(Clone)]
+pub struct StoreSnapshot {
+    tx: Arc<redb::ReadTransaction>,
+}
+
+impl Store {
+    /// A snapshot of the current state.
+    pub fn snapshot(&self) -> Result<StoreSnapshot, StoreError> {
+        Ok(StoreSnapshot {
+            tx: Arc::new(self.read()?),
+        })
+    }
+}
+
+impl StoreSnapshot {
+    pub fn get(&self, key: &ObjectKey) -> Result<Option<Value>, StoreError> {
+        read_get(&self.tx, key)
+    }
+
+    pub fn list(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+    ) -> Result<ObjectList, StoreError> {
+        read_list(&self.tx, kind, namespace, selector)
+    }
+
+    pub fn children(&self, owner_uid: &str) -> Result<Vec<Value>, StoreError> {
+        read_children(&self.tx, owner_uid)
+    }
+
+    pub fn installations_by_flow(
+        &self,
+        namespace: &str,
+        parent: Option<&str>,
+        flow: FlowRef<'_>,
+    ) -> Result<Vec<String>, StoreError> {
+        read_installations_by_flow(&self.tx, namespace, parent, flow)
+    }
+}
+
+fn read_get(tx: &redb::ReadTransaction, key: &ObjectKey) -> Result<Option<Value>, StoreError> {
+    let table = match tx.open_table(OBJECTS) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(StoreError::redb("opening the objects table")(e)),
+    };
+    let storage_key = key.storage_key();
+    match table
+        .get(storage_key.as_str())
+        .map_err(StoreError::redb("reading an object"))?
+    {
+        Some(bytes) => decode(&storage_key, bytes.value()).map(Some),
+        None => Ok(None),
+    }
+}
+
+fn read_list(
+    tx: &redb::ReadTransaction,
+    kind: Kind,
+    namespace: Option<&str>,
+    selector: &LabelSelector,
+) -> Result<ObjectList, StoreError> {
+    let revision = read_meta(tx, META_REVISION)?.unwrap_or(0);
+    let objects = tx
+        .open_table(OBJECTS)
+        .map_err(StoreError::redb("opening the objects table"))?;
+    let mut items = Vec::new();
+    if let Some((label, value)) = selector.first_equality() {
+        // The index narrows the candidates; the full selector still decides.
+        let index = tx
+            .open_table(LABEL_INDEX)
+            .map_err(StoreError::redb("opening the label index"))?;
+        let prefix = label_index_prefix(kind, label, value);
+        for entry in index
+            .range(prefix.as_str()..)
+            .map_err(StoreError::redb("scanning the label index"))?
+        {
+            let (entry_key, _) = entry.map_err(StoreError::redb("scanning the label index"))?;
+            let Some(rest) = entry_key.value().strip_prefix(prefix.as_str()) else {
+                break;
+            };
+            let storage_key = format!("{}/{}", kind.as_str(), rest);
+            if let Some(ns) = namespace
+                && !rest.starts_with(&format!("{ns}/"))
+            {
+                continue;
+            }
+            if let Some(bytes) = objects
+                .get(storage_key.as_str())
+                .map_err(StoreError::redb("reading an object"))?
+            {
+                let object = decode(&storage_key, bytes.value())?;
+                if selector.matches_object(&object) {
+                    items.push(object);
+                }
+            }
+        }
+    } else {
+        let prefix = ObjectKey::prefix(kind, namespace);
+        for entry in objects
+            .range(prefix.as_str()..)
+            .map_err(StoreError::redb("scanning objects"))?
+        {
+            let (key, bytes) = entry.map_err(StoreError::redb("scanning objects"))?;
+            if !key.value().starts_with(prefix.as_str()) {
+                break;
+            }
+            let object = decode(key.value(), bytes.value())?;
+            if selector.matches_object(&object) {
+                items.push(object);
+            }
+        }
+    }
+    Ok(ObjectList { items, revision })
+}
+
+fn read_children(tx: &redb::ReadTransaction, owner_uid: &str) -> Result<Vec<Value>, StoreError> {
+    let index = tx
+        .open_table(OWNER_INDEX)
+        .map_err(StoreError::redb("opening the owner index"))?;
+    let objects = tx
+        .open_table(OBJECTS)
+        .map_err(StoreError::redb("opening the objects table"))?;
+    let prefix = format!("{owner_uid}\0");
+    let mut items = Vec::new();
+    for entry in index
+        .range(prefix.as_str()..)
+        .map_err(StoreError::redb("scanning the owner index"))?
+    {
+        let (key, _) = entry.map_err(StoreError::redb("scanning the owner index"))?;
+        let Some(storage_key) = key.value().strip_prefix(prefix.as_str()) else {
+            break;
+        };
+        if let Some(bytes) = objects
+            .get(storage_key)
+            .map_err(StoreError::redb("reading an object"))?
+        {
+            items.push(decode(storage_key, bytes.value())?);
+        }
+    }
+    Ok(items)
+}
+
+fn read_installations_by_flow(
+    tx: &redb::ReadTransaction,
+    namespace: &str,
+    parent: Option<&str>,
+    flow: FlowRef<'_>,
+) -> Result<Vec<String>, StoreError> {
+    let index = tx
+        .open_table(FLOW_INDEX)
+        .map_err(StoreError::redb("opening the data-flow index"))?;
+    let prefix = flow::query_prefix(namespace, parent, flow);
+    let mut names = Vec::new();
+    for entry in index
+        .range(prefix.as_str()..)
+        .map_err(StoreError::redb("scanning the data-flow index"))?
+    {
+        let (key, _) = entry.map_err(StoreError::redb("scanning the data-flow index"))?;
+        let Some(name) = key.value().strip_prefix(prefix.as_str()) else {
+            break;
+        };
+        names.push(name.to_string());
+    }
+    Ok(names)
 }

@@ -13,13 +13,15 @@ pub mod flow;
 mod key;
 pub mod object;
 pub mod selector;
+mod source;
 pub mod stats;
 
 pub use change::{Change, ChangeSet, ChangeType, HistoryEntry, SharedChangeSet};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{
     Committed, FORMAT_VERSION, ObjectList, RestoreReport, SnapshotInfo, Store, StoreContents,
-    StoreFile, StoreOptions, Transaction, Unwritable, Write, needs_repair, restore_file,
+    StoreFile, StoreOptions, StoreSnapshot, Transaction, Unwritable, Write, needs_repair,
+    restore_file,
 };
 pub use error::{EncodingError, OpenError, ReadError, StorageError, StoreError, TransactionError};
 pub use flow::{FlowDirection, FlowKind, FlowRef};
@@ -29,3 +31,4 @@ pub use key::ObjectKey;
 pub use landscaper_model as model;
 pub use model::Kind;
 pub use selector::LabelSelector;
+pub use source::{MemoryObjects, ObjectSource};

@@ -29,6 +29,7 @@ pub mod manifestfile;
 pub mod meta;
 pub mod names;
 pub mod resource;
+pub mod semver;
 pub mod shared;
 pub mod target;
 pub mod validate;

@@ -11,8 +11,8 @@ use serde::Deserialize;
 
 use crate::error::SourceError;
 use crate::oci::SecretData;
-use crate::semver::{Constraint, Version};
 use crate::spec::{AUTH_HEADER_SECRET_DEFAULT_KEY, HelmChartRepoCredentials, HelmRepoAuth};
+use landscaper_model::semver::{Constraints, Version};
 
 /// Landscaper's `NormalizeUrl`: trimmed, no trailing `/`, `https://` when no scheme is given.
 pub fn normalize_url(url: &str) -> String {
@@ -81,9 +81,9 @@ impl Index {
             Some(v) => v,
         };
         let constraint = if version.is_empty() {
-            Constraint::parse("*")
+            Constraints::parse("*").ok()
         } else {
-            Constraint::parse(version)
+            Constraints::parse(version).ok()
         };
         if !version.is_empty()
             && let Some(exact) = versions.iter().find(|v| v.version == version)
@@ -97,9 +97,9 @@ impl Index {
         };
         versions
             .iter()
-            .filter_map(|e| Version::parse(&e.version).map(|v| (v, e)))
-            .filter(|(v, _)| constraint.matches(v))
-            .max_by(|a, b| a.0.cmp(&b.0))
+            .filter_map(|e| Version::parse(&e.version).ok().map(|v| (v, e)))
+            .filter(|(v, _)| constraint.check(v))
+            .max_by(|a, b| a.0.compare(&b.0))
             .map(|(_, e)| e)
             .ok_or_else(|| format!("chart {name:?} version {version:?} not found in repository"))
     }

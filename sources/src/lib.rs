@@ -30,7 +30,6 @@ pub mod helmrepo;
 pub mod http;
 pub mod local;
 pub mod oci;
-pub mod semver;
 pub mod spec;
 pub mod testing;
 
@@ -380,7 +379,7 @@ impl ChartSources {
         let repo_url = http::split_userinfo(&repo_url_with_userinfo).0;
         let key = format!("helmrepo:{repo_url}|{name}|{version}");
         let source = format!("helm repository {repo_url} (chart {name} version {version})");
-        let exact = semver::Version::is_exact(version);
+        let exact = landscaper_model::semver::Version::is_exact(version);
         if exact && let Some(hit) = self.cached(&key, &source).await {
             return Ok(hit);
         }

@@ -8,8 +8,9 @@ pub mod fuzzing;
 pub mod gofmt;
 pub mod gotemplate;
 pub mod schema;
-pub mod semver;
 pub mod spiff;
 mod yaml_scalar;
 
 pub use budget::RenderBudget;
+/// Masterminds semver, shared with the model crate (its home) so existing paths keep working.
+pub use landscaper_model::semver;

@@ -1,7 +1,7 @@
 //! Semantic version functions (`semver*`) and the `semver` validator, following the
 //! semantics of the `github.com/Masterminds/semver/v3` release spiff links (v3.1: its parse
 //! errors, increments and `Constraints.Validate` reasons). The version type and its order are
-//! [`crate::semver`]'s.
+//! [`crate::semver`]'s (`landscaper_model::semver`).
 
 use std::cmp::Ordering;
 
@@ -23,8 +23,19 @@ fn version_re() -> &'static regex::Regex {
 }
 
 /// What spiff's Masterminds release adds to [`Version`]: its own parse errors, the original
-/// text's `v`, increments and setters.
-impl Version {
+/// text's `v`, increments and setters (a trait: the type lives in the model crate).
+trait SpiffVersion: Sized {
+    fn parse_spiff(s: &str) -> Result<Self, String>;
+    fn vprefix(&self) -> &'static str;
+    fn renew(self) -> Self;
+    fn inc_patch(&self) -> Self;
+    fn inc_minor(&self) -> Self;
+    fn inc_major(&self) -> Self;
+    fn set_prerelease(&self, p: &str) -> Result<Self, String>;
+    fn set_metadata(&self, m: &str) -> Result<Self, String>;
+}
+
+impl SpiffVersion for Version {
     /// `semver.NewVersion` of Masterminds v3.1 (its error messages).
     fn parse_spiff(s: &str) -> Result<Version, String> {
         let Some(m) = version_re().captures(s) else {

@@ -3,7 +3,8 @@
 //! link): [`Version::parse`] (`semver.NewVersion`), [`Version::compare`], [`Constraints::parse`]
 //! (`semver.NewConstraint`) and [`Constraints::check`]. The Go template engine's `semver` and
 //! `semverCompare` and spiff's `semver*` functions (spiff's own library release keeps its
-//! messages and increments, see `spiff::semver`) share the [`Version`] type and its order.
+//! messages and increments, see `landscaper_templating::spiff::semver`), the chart engine and
+//! the Helm repository lookup share the [`Version`] type and its order.
 
 use std::cmp::Ordering;
 use std::sync::OnceLock;
@@ -23,6 +24,8 @@ pub struct Version {
 const LOOSE: &str = r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
 const CV: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
 const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
+/// Go's `\s`: ASCII whitespace without `\v` (the `regex` crate's `\s` is Unicode whitespace).
+const WS: &str = r"[\t\n\f\r ]";
 
 struct Regexes {
     version: Regex,
@@ -35,16 +38,15 @@ struct Regexes {
 fn regexes() -> &'static Regexes {
     static R: OnceLock<Regexes> = OnceLock::new();
     R.get_or_init(|| {
-        // Go's regexp syntax (`\\s` is ASCII whitespace there), through the Go template engine's
-        // translation.
-        let c = |p: String| crate::gotemplate::funcs::regex::compile(&p).expect("semver regex");
+        // Masterminds' patterns, with Go's `\s` written as the ASCII class [`WS`].
+        let c = |p: String| Regex::new(&p).expect("semver regex");
         Regexes {
             version: c(format!("^{LOOSE}$")),
-            constraint: c(format!(r"^\s*({OPS})\s*({CV})\s*$")),
-            range: c(format!(r"\s*({CV})\s+-\s+({CV})\s*")),
-            find: c(format!(r"({OPS})\s*({CV})")),
+            constraint: c(format!(r"^{WS}*({OPS}){WS}*({CV}){WS}*$")),
+            range: c(format!(r"{WS}*({CV}){WS}+-{WS}+({CV}){WS}*")),
+            find: c(format!(r"({OPS}){WS}*({CV})")),
             valid: c(format!(
-                r"^(\s*({OPS})\s*({CV})\s*)((?:\s+|,\s*)({OPS})\s*({CV})\s*)*$"
+                r"^({WS}*({OPS}){WS}*({CV}){WS}*)((?:{WS}+|,{WS}*)({OPS}){WS}*({CV}){WS}*)*$"
             )),
         }
     })
@@ -60,8 +62,9 @@ fn contains_only(s: &str, set: &str) -> bool {
 fn parse_segment(text: &str) -> Result<u64, String> {
     text.parse::<u64>().map_err(|_| {
         format!(
-            "error parsing version segment: strconv.ParseUint: parsing {}: value out of range",
-            crate::gofmt::quote(text)
+            // `text` is ASCII digits (the pattern's `[0-9]+`), so Go's `strconv.Quote` of it is
+            // the text in double quotes.
+            "error parsing version segment: strconv.ParseUint: parsing \"{text}\": value out of range"
         )
     })
 }
@@ -110,6 +113,16 @@ impl Version {
             return Err("invalid metadata string".into());
         }
         Ok(ver)
+    }
+
+    /// Whether `text` names one version: it parses with major, minor and patch all given
+    /// (`1.2.3`, `v1.2.3-rc.1`; not `1.2`, `1.x` or a constraint such as `^1.2.3`).
+    pub fn is_exact(text: &str) -> bool {
+        regexes()
+            .version
+            .captures(text)
+            .is_some_and(|c| c.get(2).is_some() && c.get(3).is_some())
+            && Version::parse(text).is_ok()
     }
 
     /// `Version.Compare`: by major, minor and patch, then a release above its prereleases,
@@ -438,5 +451,87 @@ mod tests {
             Constraints::parse("foo").err().unwrap(),
             "improper constraint: foo"
         );
+    }
+
+    /// The Helm repository lookup's expectations (they lived beside the second implementation
+    /// landscaper-sources had; its lookup now uses this one).
+    #[test]
+    fn helm_repository_lookup_expectations() {
+        let mut vs: Vec<Version> = [
+            "1.0.0",
+            "1.0.0-rc.1",
+            "1.0.0-alpha",
+            "0.9",
+            "v2",
+            "1.0.0-rc.10",
+        ]
+        .iter()
+        .map(|v| Version::parse(v).expect("parses"))
+        .collect();
+        vs.sort_by(Version::compare);
+        let shown: Vec<String> = vs.iter().map(Version::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "0.9.0",
+                "1.0.0-alpha",
+                "1.0.0-rc.1",
+                "1.0.0-rc.10",
+                "1.0.0",
+                "2.0.0"
+            ]
+        );
+        assert!(Version::parse("1.x").is_err());
+        assert!(Version::parse("abc").is_err());
+        assert!(Version::is_exact("1.2.3-rc.1"));
+        assert!(Version::is_exact("v1.2.3"));
+        assert!(!Version::is_exact("1.2"));
+        assert!(!Version::is_exact("1.2.x"));
+        assert!(!Version::is_exact("^1.2.3"));
+        assert!(!Version::is_exact("1.2.3-01"));
+
+        assert!(cmp("*", "3.1.4"));
+        assert!(!cmp("*", "3.1.4-beta.1"), "no prereleases without asking");
+        assert!(cmp(">=1.2.0-0", "1.3.0-beta.1"));
+        assert!(cmp("1.2.3", "1.2.3"));
+        assert!(!cmp("1.2.3", "1.2.4"));
+        assert!(cmp("1.2.x", "1.2.9"));
+        assert!(!cmp("1.2.x", "1.3.0"));
+        assert!(cmp("^0.2.3", "0.2.9"));
+        assert!(cmp("~1", "1.9.9"));
+        assert!(cmp(">= 1.2, < 2", "1.5.0"));
+        assert!(cmp(">=1.2 <2", "1.5.0"));
+        assert!(!cmp(">=1.2 <2", "2.0.0"));
+        assert!(cmp("<1.0 || >=3", "0.5.0"));
+        assert!(!cmp("<1.0 || >=3", "2.0.0"));
+        assert!(cmp("1.2 - 1.4", "1.4.9"));
+        assert!(!cmp("1.2 - 1.4", "1.5.0"));
+        assert!(!cmp("!=1.2.3", "1.2.3"));
+        assert!(cmp(">1.2", "1.3.0"));
+        assert!(!cmp(">1.2", "1.2.9"));
+        // Huge numbers do not overflow.
+        for (c, v) in [
+            ("^18446744073709551615", "18446744073709551615.0.0"),
+            (
+                "~18446744073709551615.18446744073709551615",
+                "18446744073709551615.0.1",
+            ),
+            ("<=18446744073709551615.x", "1.0.0"),
+            ("!=1.2.18446744073709551615", "1.2.18446744073709551615"),
+        ] {
+            let _ = cmp(c, v);
+        }
+        assert!(cmp(">=18446744073709551615", "18446744073709551615.0.0"));
+        assert!(Constraints::parse(">=").is_err());
+        assert!(Constraints::parse("not a version").is_err());
+    }
+
+    /// Go's `\s` is ASCII whitespace: a vertical tab or a no-break space is not a separator.
+    #[test]
+    fn whitespace_is_go_ascii_whitespace() {
+        assert!(cmp(">=1.0\t<2.0", "1.5.0"));
+        assert!(cmp(" >=1.0\n", "1.5.0"));
+        assert!(Constraints::parse(">=1.0\u{0b}<2.0").is_err());
+        assert!(Constraints::parse(">=1.0\u{a0}<2.0").is_err());
     }
 }

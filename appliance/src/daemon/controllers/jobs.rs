@@ -81,8 +81,11 @@ pub async fn record_last_error(
     let now = context.now();
     let status = value.get("status").cloned().unwrap_or_else(|| json!({}));
     let updated = if key.kind == Kind::DeployItem {
-        let mut status: DeployItemStatus = serde_json::from_value(status)
-            .map_err(|e| ReconcileError::Transient(format!("{key}: status: {e}")))?;
+        let mut status: DeployItemStatus =
+            serde_json::from_value(status).map_err(|source| ReconcileError::StatusDecode {
+                key: key.clone(),
+                source,
+            })?;
         let last = updated_error(status.last_error.as_ref(), Some(error), &now);
         if last == status.last_error {
             return Ok(());

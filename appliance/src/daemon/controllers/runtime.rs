@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
+use landscaper_store::model::ModelError;
 use landscaper_store::{Kind, ObjectKey, StoreError, TransactionError};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -30,27 +31,59 @@ pub enum Outcome {
     RequeueAfter(Duration),
 }
 
-/// Why a reconcile could not finish its step; the runtime retries it.
+/// Why a reconcile could not finish its step, by the step that failed; the runtime retries it,
+/// soon when [`ReconcileError::is_retryable`] says a fresh read resolves it, else after the
+/// growing error backoff.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    /// The store refused a write. A conflict (someone else wrote first) is retried soon;
-    /// anything else (an object that exists already or is gone) after the error backoff.
+    /// The store refused a read or a write. A conflict (someone else wrote first) is retried
+    /// soon; anything else (an object that exists already or is gone) after the error backoff.
     #[error("store: {0}")]
     Store(#[from] StoreError),
-    /// A deployer or another side effect failed in a way a retry may fix.
+    /// The stored `status` of `key` does not decode as its kind's status.
+    #[error("{key}: status: {source}")]
+    StatusDecode {
+        key: ObjectKey,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A stored object does not decode as its kind.
+    #[error("{kind} {namespace}/{name} cannot be read: {source}")]
+    ObjectDecode {
+        kind: Kind,
+        namespace: String,
+        name: String,
+        #[source]
+        source: ModelError,
+    },
+    /// The installation step's view lacks a part its loader should have read (a loader defect).
+    #[error("the installation's view lacks its {0}")]
+    IncompleteView(&'static str),
+    /// A step failed with a Landscaper error (a read the step needed, or a normal error of an
+    /// Execution's phase, which is recorded in its `status.lastError` as well).
     #[error("{0}")]
-    Transient(String),
+    Step(LsError),
 }
 
 impl ReconcileError {
-    /// Only an optimistic-concurrency conflict: the step read an object that was written
-    /// meanwhile, and reading it again resolves it. An `AlreadyExists` or `NotFound` does not go
-    /// away by retrying at once (a create of a name someone else holds would spin).
-    fn is_conflict(&self) -> bool {
-        matches!(
-            self,
-            ReconcileError::Store(StoreError::Transaction(TransactionError::Conflict { .. }))
-        )
+    /// Whether retrying at once can succeed: only an optimistic-concurrency conflict, where the
+    /// step read an object that was written meanwhile and reading it again resolves it. Every
+    /// other failure waits for its cause to change (an `AlreadyExists` or `NotFound`, an object
+    /// that does not decode, a failing phase) and is retried after the growing error backoff, so
+    /// that it does not spin (a create of a name someone else holds would).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ReconcileError::Store(e) => {
+                matches!(
+                    e,
+                    StoreError::Transaction(TransactionError::Conflict { .. })
+                )
+            }
+            ReconcileError::StatusDecode { .. }
+            | ReconcileError::ObjectDecode { .. }
+            | ReconcileError::IncompleteView(_)
+            | ReconcileError::Step(_) => false,
+        }
     }
 }
 
@@ -226,7 +259,7 @@ async fn process<R: Reconciler>(
             retries.succeeded(key);
             queue.add_after(key.clone(), d);
         }
-        Ok(Err(e)) if e.is_conflict() => {
+        Ok(Err(e)) if e.is_retryable() => {
             let delay = retries.conflicts.next_delay(key);
             tracing::debug!(%key, retry_in = ?delay, "conflict, retrying");
             queue.add_after(key.clone(), delay);
@@ -407,6 +440,65 @@ mod tests {
         queue.close();
         while tasks.join_next().await.is_some() {}
         reconciler.calls.load(Ordering::SeqCst)
+    }
+
+    /// The typed errors say which step failed with the texts the string errors had (logs and
+    /// tests read them), and only a conflict takes the short retry.
+    #[test]
+    fn typed_errors_keep_their_messages_and_say_whether_a_retry_helps() {
+        let conflict = ReconcileError::Store(StoreError::Transaction(TransactionError::Conflict {
+            key: key("a"),
+            expected: "1".into(),
+            actual: "2".into(),
+        }));
+        assert!(conflict.is_retryable());
+        let exists =
+            ReconcileError::Store(StoreError::Transaction(TransactionError::AlreadyExists {
+                key: key("a"),
+            }));
+        assert!(!exists.is_retryable());
+
+        let decode = serde_json::from_str::<u32>("\"x\"").unwrap_err();
+        let decode_text = decode.to_string();
+        let status = ReconcileError::StatusDecode {
+            key: key("a"),
+            source: decode,
+        };
+        assert_eq!(
+            status.to_string(),
+            format!("{}: status: {decode_text}", key("a"))
+        );
+        assert!(!status.is_retryable());
+
+        let model = landscaper_store::model::from_value::<landscaper_store::model::Execution>(
+            &serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "e", "namespace": "ns"}}),
+        )
+        .unwrap_err();
+        let model_text = model.to_string();
+        let object = ReconcileError::ObjectDecode {
+            kind: Kind::Execution,
+            namespace: "ns".into(),
+            name: "e".into(),
+            source: model,
+        };
+        assert_eq!(
+            object.to_string(),
+            format!("Execution ns/e cannot be read: {model_text}")
+        );
+        assert!(!object.is_retryable());
+
+        let view = ReconcileError::IncompleteView("importers");
+        assert_eq!(
+            view.to_string(),
+            "the installation's view lacks its importers"
+        );
+        assert!(!view.is_retryable());
+
+        let error = LsError::new("Reconcile", "SomeReason", "it failed");
+        let step = ReconcileError::Step(error.clone());
+        assert_eq!(step.to_string(), error.to_string());
+        assert!(!step.is_retryable());
     }
 
     #[tokio::test(start_paused = true)]

@@ -105,13 +105,11 @@ impl ExecutionReconciler {
 }
 
 fn parse<T: Resource>(value: &Value) -> Result<T, ReconcileError> {
-    from_value(value).map_err(|e| {
-        ReconcileError::Transient(format!(
-            "{} {}/{} cannot be read: {e}",
-            T::KIND.as_str(),
-            landscaper_store::object::namespace(value),
-            landscaper_store::object::name(value)
-        ))
+    from_value(value).map_err(|source| ReconcileError::ObjectDecode {
+        kind: T::KIND,
+        namespace: landscaper_store::object::namespace(value).to_string(),
+        name: landscaper_store::object::name(value).to_string(),
+        source,
     })
 }
 
@@ -186,7 +184,7 @@ impl Reconciler for ExecutionReconciler {
             }
             Next::Retry(error) => {
                 self.waits.forget(key);
-                Err(ReconcileError::Transient(error.to_string()))
+                Err(ReconcileError::Step(error))
             }
         }
     }

@@ -775,7 +775,16 @@ pub enum Next {
     /// A normal error in this phase: look again after the phase's growing wait interval.
     Retry(String),
     /// A read the step needed failed: the reconcile fails and is retried by the runtime.
-    Fail(String),
+    Fail(Failure),
+}
+
+/// Why a step cannot be taken (it writes nothing; the runtime retries the reconcile).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// The view lacks a part the loader should have read (a loader defect).
+    IncompleteView(&'static str),
+    /// A read the step needed failed with this error.
+    Read(LsError),
 }
 
 /// The outcome of one step: writes to commit in one transaction, then what comes next.
@@ -894,11 +903,8 @@ pub fn step(value: &Value, inst: &Installation, dirty: bool, view: &View, now: &
 }
 
 /// A step whose view lacks what it needs (a loader defect): the reconcile fails and is retried.
-fn incomplete(what: &str) -> Step {
-    Step::new(
-        Vec::new(),
-        Next::Fail(format!("the installation's view lacks its {what}")),
-    )
+fn incomplete(what: &'static str) -> Step {
+    Step::new(Vec::new(), Next::Fail(Failure::IncompleteView(what)))
 }
 
 fn not_loaded(what: &str) -> PhaseError {
@@ -955,14 +961,14 @@ fn trigger_dependents(
 }
 
 /// Siblings that import an export of `inst`.
-fn dependents(inst: &Installation, view: &View) -> Result<Vec<DependentToTrigger>, String> {
+fn dependents(inst: &Installation, view: &View) -> Result<Vec<DependentToTrigger>, Failure> {
     if !may_have_dependents(inst) {
         return Ok(Vec::new());
     }
     let importers = match &view.importers {
         Some(Ok(i)) => i,
-        Some(Err(e)) => return Err(e.error().to_string()),
-        None => return Err("the installation's view lacks its importers".into()),
+        Some(Err(e)) => return Err(Failure::Read(e.error().clone())),
+        None => return Err(Failure::IncompleteView("importers")),
     };
     Ok(importers
         .iter()

@@ -22,7 +22,7 @@ use landscaper_store::{Kind, ObjectKey, ObjectSource, Transaction, object};
 use serde_json::Value;
 
 use self::dataflow::{name, namespace};
-use self::machine::{Children, CompletingView, InitView, Needs, Next, Now, View};
+use self::machine::{Children, CompletingView, Failure, InitView, Needs, Next, Now, View};
 use super::ControllerContext;
 use super::jobs::{self, WaitIntervals};
 use super::lserror::{LsError, PhaseError};
@@ -370,6 +370,15 @@ async fn render_off_async_workers<T: Send + 'static>(
         })
 }
 
+impl From<Failure> for ReconcileError {
+    fn from(failure: Failure) -> Self {
+        match failure {
+            Failure::IncompleteView(what) => ReconcileError::IncompleteView(what),
+            Failure::Read(error) => ReconcileError::Step(error),
+        }
+    }
+}
+
 impl Reconciler for InstallationReconciler {
     const KIND: Kind = Kind::Installation;
 
@@ -447,7 +456,7 @@ impl Reconciler for InstallationReconciler {
                     ));
                 }
                 // Such a step writes nothing.
-                Next::Fail(message) => return Err(ReconcileError::Transient(message)),
+                Next::Fail(failure) => return Err(failure.into()),
             }
         }
         Ok(Outcome::RequeueAfter(Duration::from_millis(1)))

@@ -233,7 +233,7 @@ fn reconcile(rt: &tokio::runtime::Runtime, world: &mut World, name: &str) -> Res
         }
         if let Next::Fail(m) = &step.next {
             return Err(format!(
-                "{name}: the loader missed what the step needs: {m}"
+                "{name}: the loader missed what the step needs: {m:?}"
             ));
         }
         if world.commit(step.writes).is_err() {

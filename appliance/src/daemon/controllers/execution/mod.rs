@@ -17,7 +17,7 @@ use landscaper_store::model::{
     DataObject, DeployItem, Execution, Phase, Resource, Secret, from_value,
 };
 use landscaper_store::selector::Requirement;
-use landscaper_store::{Kind, LabelSelector, ObjectKey, Transaction};
+use landscaper_store::{Kind, LabelSelector, ObjectKey, ObjectSource, Transaction};
 use serde_json::Value;
 
 use self::machine::{Next, View};
@@ -39,9 +39,13 @@ impl ExecutionReconciler {
         ExecutionReconciler { context, waits }
     }
 
-    /// The deploy items, exports and export DataObject the machine needs for `execution`.
-    fn load_view(&self, execution: &Execution) -> Result<View, ReconcileError> {
-        let store = &self.context.store;
+    /// The deploy items, exports and export DataObject the machine needs for `execution`, read
+    /// from `source` (one consistent snapshot per step, as the installation controller reads).
+    fn load_view(
+        &self,
+        source: &impl ObjectSource,
+        execution: &Execution,
+    ) -> Result<View, ReconcileError> {
         let namespace = execution.metadata.namespace();
         let selector = LabelSelector {
             requirements: vec![Requirement::Equals(
@@ -49,9 +53,8 @@ impl ExecutionReconciler {
                 execution.metadata.name().to_string(),
             )],
         };
-        let deploy_items = store
+        let deploy_items = source
             .list(Kind::DeployItem, Some(namespace), &selector)?
-            .items
             .iter()
             .map(parse::<DeployItem>)
             .collect::<Result<Vec<_>, _>>()?;
@@ -61,7 +64,7 @@ impl ExecutionReconciler {
             for di in &deploy_items {
                 let export_ref = di.status.as_ref().and_then(|s| s.export_reference.as_ref());
                 if let Some(export_ref) = export_ref {
-                    exports.insert(di.name().to_string(), self.read_export(export_ref)?);
+                    exports.insert(di.name().to_string(), self.read_export(source, export_ref)?);
                 }
             }
         }
@@ -72,7 +75,7 @@ impl ExecutionReconciler {
                 namespace,
                 machine::export_data_object_name(execution.metadata.name()),
             );
-            export_object = store
+            export_object = source
                 .get(&key)?
                 .map(|v| parse::<DataObject>(&v))
                 .transpose()?;
@@ -89,10 +92,11 @@ impl ExecutionReconciler {
     /// to report; store failures are errors of the reconcile.
     fn read_export(
         &self,
+        source: &impl ObjectSource,
         export_ref: &landscaper_store::model::ObjectReference,
     ) -> Result<Result<Value, String>, ReconcileError> {
         let key = ObjectKey::new(Kind::Secret, &export_ref.namespace, &export_ref.name);
-        let Some(value) = self.context.store.get(&key)? else {
+        let Some(value) = source.get(&key)? else {
             return Ok(Err(format!("secrets \"{}\" not found", export_ref.name)));
         };
         let secret: Secret = parse(&value)?;
@@ -150,7 +154,11 @@ impl Reconciler for ExecutionReconciler {
         // A standalone Execution's new job is written together with the step's writes.
         let started = machine::start_standalone_job(&execution, super::jobs::new_job_id, &now);
         let execution = started.clone().unwrap_or(execution);
-        let view = self.load_view(&execution)?;
+        // One consistent read of everything the step needs; no read stays open across the
+        // commit.
+        let snapshot = self.context.store.snapshot()?;
+        let view = self.load_view(&snapshot, &execution)?;
+        drop(snapshot);
         let mut step = machine::step(&execution, &view, &now, &mut random_name_suffix);
         if step.execution.is_none() {
             step.execution = started;

@@ -44,7 +44,7 @@ use landscaper_store::model::{
     Context, DeployItem, DeployItemStatus, DeployerInformation, ObjectReference, Secret, Target,
     from_value,
 };
-use landscaper_store::{Kind, ObjectKey, Transaction, object};
+use landscaper_store::{Kind, ObjectKey, ObjectSource, Transaction, object};
 use serde_json::Value;
 
 use self::calls::{Answer, Calls, Started};
@@ -106,20 +106,29 @@ impl DeployItemReconciler {
 
     /// `spec.target` looked up in the item's namespace (as Landscaper does), with a `secretRef`
     /// resolved.
-    fn lookup_target(&self, item: &DeployItem) -> Result<TargetLookup, ReconcileError> {
+    fn lookup_target(
+        &self,
+        source: &impl ObjectSource,
+        item: &DeployItem,
+    ) -> Result<TargetLookup, ReconcileError> {
         let Some(reference) = item.spec.target.as_ref().filter(|r| !r.name.is_empty()) else {
             return Ok(TargetLookup::NotReferenced);
         };
         let namespace = item.metadata.namespace();
         Ok(self
-            .read_target(namespace, &reference.name)?
+            .read_target(source, namespace, &reference.name)?
             .into_lookup(namespace, &reference.name))
     }
 
     /// The Target `namespace`/`name` with its `secretRef` resolved (`targetresolver.Resolve`).
-    fn read_target(&self, namespace: &str, name: &str) -> Result<TargetRead, ReconcileError> {
+    fn read_target(
+        &self,
+        source: &impl ObjectSource,
+        namespace: &str,
+        name: &str,
+    ) -> Result<TargetRead, ReconcileError> {
         let key = ObjectKey::new(Kind::Target, namespace, name);
-        let Some(raw) = self.context.store.get(&key)? else {
+        let Some(raw) = source.get(&key)? else {
             return Ok(TargetRead::NotFound);
         };
         let target: Target = match from_value(&raw) {
@@ -134,7 +143,7 @@ impl DeployItemReconciler {
             return Ok(TargetRead::Found(Box::new(ResolvedTarget::inline(target))));
         };
         let key = ObjectKey::new(Kind::Secret, namespace, &secret_ref.name);
-        let secret: Secret = match self.context.store.get(&key)?.map(|v| from_value(&v)) {
+        let secret: Secret = match source.get(&key)?.map(|v| from_value(&v)) {
             Some(Ok(s)) => s,
             Some(Err(e)) => {
                 return Ok(TargetRead::SecretUnreadable(format!(
@@ -160,6 +169,7 @@ impl DeployItemReconciler {
     /// Target object are left out; the deployer reports them when it needs them.
     fn secondary_targets(
         &self,
+        source: &impl ObjectSource,
         deployer: &dyn Deployer,
         item: &DeployItem,
     ) -> Result<SecondaryTargets, ReconcileError> {
@@ -169,7 +179,7 @@ impl DeployItemReconciler {
             if name.is_empty() || targets.contains_key(&name) {
                 continue;
             }
-            if let Some(target) = self.read_target(namespace, &name)?.into_secondary() {
+            if let Some(target) = self.read_target(source, namespace, &name)?.into_secondary() {
                 targets.insert(name, target);
             }
         }
@@ -181,6 +191,7 @@ impl DeployItemReconciler {
     /// namespace): without an object of that name it is empty; other names must exist.
     fn load_context(
         &self,
+        source: &impl ObjectSource,
         item: &DeployItem,
     ) -> Result<Result<DeployContext, String>, ReconcileError> {
         let name = item
@@ -190,7 +201,7 @@ impl DeployItemReconciler {
             .filter(|c| !c.is_empty())
             .unwrap_or(DEFAULT_CONTEXT_NAME);
         let key = ObjectKey::new(Kind::Context, item.metadata.namespace(), name);
-        Ok(match self.context.store.get(&key)? {
+        Ok(match source.get(&key)? {
             Some(raw) => match from_value::<Context>(&raw) {
                 Ok(context) => Ok(DeployContext::from_context(name, &context)),
                 Err(e) => Err(format!("context {}/{name}: {e}", item.metadata.namespace())),
@@ -299,7 +310,11 @@ impl DeployItemReconciler {
     ) -> Result<Outcome, ReconcileError> {
         let mut picked = item.clone();
         picked.status = Some(status.clone());
-        let secondary = self.secondary_targets(deployer.as_ref(), &picked)?;
+        let secondary = {
+            // A consistent read that does not stay open across the call.
+            let snapshot = self.context.store.snapshot()?;
+            self.secondary_targets(&snapshot, deployer.as_ref(), &picked)?
+        };
         let now = self.context.clock.now();
         let (deadline, time_left) = calls::deadline(&picked, &status, now, self.timeouts());
         let started = Started {
@@ -437,7 +452,10 @@ impl Reconciler for DeployItemReconciler {
             return Ok(Outcome::Done);
         }
 
-        let target = self.lookup_target(&item)?;
+        // One consistent read of what the plan needs (Target, its Secret, Context), as the
+        // installation and execution controllers read; it does not stay open across the call.
+        let snapshot = self.context.store.snapshot()?;
+        let target = self.lookup_target(&snapshot, &item)?;
         // Landscaper's responsibility check: the deployer of the type, if it accepts the
         // Target's type (an unresolvable Target is looked at by the deployer of the type).
         let deployer = self
@@ -445,9 +463,10 @@ impl Reconciler for DeployItemReconciler {
             .responsible(&item.spec.r#type, target.resolved().map(|t| &t.target))
             .cloned();
         let context = match deployer {
-            Some(_) => Some(self.load_context(&item)?),
+            Some(_) => Some(self.load_context(&snapshot, &item)?),
             None => None,
         };
+        drop(snapshot);
         let context_error = context.as_ref().and_then(|c| c.as_ref().err());
         let info = deployer
             .as_ref()

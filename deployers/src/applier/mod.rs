@@ -138,6 +138,9 @@ pub struct Desired<'a> {
     /// Used for the orphans of an update.
     pub deletion_groups_during_update: &'a [DeletionGroupDefinition],
     pub naming: &'a Naming,
+    /// The namespace of namespaced objects that name none (the helm deployer's release
+    /// namespace); `None` leaves them as they are.
+    pub default_namespace: Option<&'a str>,
 }
 
 impl Desired<'_> {
@@ -260,6 +263,24 @@ pub async fn reconcile(
                 DeployerError::new(operation, "PrepareManifests", m.clone())
             }
         })?;
+    let mut groups = groups;
+    if let Some(namespace) = desired.default_namespace.filter(|n| !n.is_empty()) {
+        for manifest in &mut groups.namespaced {
+            if let Some(Value::Object(object)) = manifest.manifest.as_mut() {
+                let metadata = object
+                    .entry("metadata")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Value::Object(metadata) = metadata
+                    && metadata
+                        .get("namespace")
+                        .and_then(Value::as_str)
+                        .is_none_or(str::is_empty)
+                {
+                    metadata.insert("namespace".into(), Value::String(namespace.into()));
+                }
+            }
+        }
+    }
     let applied = apply::apply_groups(client, &groups, desired.update_strategy, owner).await;
 
     // Objects of the previous revision that this one no longer contains.
@@ -514,6 +535,7 @@ mod tests {
             deletion_groups: &[],
             deletion_groups_during_update: &[],
             naming: &HELM,
+            default_namespace: None,
         };
         let progress = Checkpoint::new();
         let result = block_on(reconcile(

@@ -405,7 +405,8 @@ pub fn deployer_registry(
     let secrets_store = store.clone();
     let secrets: landscaper_deployers::helm::SecretReader =
         std::sync::Arc::new(move |namespace: &str, name: &str| {
-            let key = landscaper_store::ObjectKey::new(landscaper_store::Kind::Secret, namespace, name);
+            let key =
+                landscaper_store::ObjectKey::new(landscaper_store::Kind::Secret, namespace, name);
             let raw = secrets_store.get(&key).ok().flatten()?;
             let secret: landscaper_store::model::Secret = serde_json::from_value(raw).ok()?;
             Some(landscaper_deployers::helm::SecretData {

@@ -9,8 +9,8 @@ use crate::applier::config::{
     DeletionGroupDefinition, Export, Exports, ReadinessCheckConfiguration, UpdateStrategy,
     validate_custom_check, validate_deletion_group,
 };
-use crate::manifest::config::validate_continuous_reconcile;
 pub use crate::manifest::config::ConfigError;
+use crate::manifest::config::validate_continuous_reconcile;
 pub use landscaper_sources::ChartSpec;
 
 pub const API_GROUP: &str = "helm.deployer.landscaper.gardener.cloud";
@@ -244,7 +244,9 @@ impl ProviderConfiguration {
                 ));
             }
             if export.json_path.is_empty() {
-                errors.push(format!("{path}.jsonPath: Required value: must not be empty"));
+                errors.push(format!(
+                    "{path}.jsonPath: Required value: must not be empty"
+                ));
             }
             if let Some(resource) = &export.from_resource {
                 for (field, value) in [

@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use landscaper_charts::{Capabilities, ReleaseOptions, TemplateOptions};
 use landscaper_model::DeployItem;
-use landscaper_sources::{ChartContent, ChartSources, FetchContext, FetchedChart, SourceError};
 pub use landscaper_sources::SecretData;
+use landscaper_sources::{ChartContent, ChartSources, FetchContext, FetchedChart, SourceError};
 use serde_json::{Map, Value, json};
 
 use self::config::{ConfigError, ProviderConfiguration};
@@ -139,9 +139,21 @@ fn previous_status(item: &DeployItem) -> Result<Option<ProviderStatus>, Deployer
         .and_then(|s| s.provider_status.as_ref())
     {
         None | Some(Value::Null) => Ok(None),
-        Some(value) => ProviderStatus::parse(value)
-            .map(Some)
-            .map_err(|e| config_error(e, "ProviderStatus")),
+        Some(value) => {
+            // Helm's provider status has the shape of the manifest deployer's v1alpha2 one.
+            let mut value = value.clone();
+            if let Some(map) = value.as_object_mut()
+                && map.get("apiVersion").and_then(Value::as_str) == Some(config::V1ALPHA1)
+            {
+                map.insert(
+                    "apiVersion".into(),
+                    Value::String(crate::manifest::config::V1ALPHA2.into()),
+                );
+            }
+            ProviderStatus::parse(&value)
+        }
+        .map(Some)
+        .map_err(|e| config_error(e, "ProviderStatus")),
     }
 }
 
@@ -199,8 +211,8 @@ pub struct RenderedChart {
 
 /// Parses the YAML documents of a rendered file into objects (empty documents skipped).
 fn parse_documents(path: &str, text: &str) -> Result<Vec<Value>, String> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
-        .map_err(|e| format!("unable to decode {path}: {e}"))?;
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(text).map_err(|e| format!("unable to decode {path}: {e}"))?;
     Ok(docs
         .into_iter()
         .filter(|d| !d.is_null() && d.as_object().is_none_or(|m| !m.is_empty()))
@@ -315,7 +327,11 @@ pub fn render_chart(
         manifests.extend(parse_documents(path, text)?.into_iter().map(manage));
     }
     for m in rendered.manifests.iter().chain(&rendered.hooks) {
-        manifests.extend(parse_documents(&m.path, &m.content)?.into_iter().map(manage));
+        manifests.extend(
+            parse_documents(&m.path, &m.content)?
+                .into_iter()
+                .map(manage),
+        );
     }
     if config.create_namespace && !config.namespace.is_empty() {
         manifests.push(Manifest {

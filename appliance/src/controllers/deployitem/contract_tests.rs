@@ -588,6 +588,71 @@ fn an_unknown_type_waits_for_pickup_then_fails() {
 }
 
 #[test]
+fn an_unknown_type_says_so_at_once_and_still_ends_with_the_pickup_timeout() {
+    // A new job nobody picked up: the notice goes into lastError (not final, no codes).
+    let mut di = waiting_for(100, UNKNOWN_TYPE);
+    di.status.as_mut().unwrap().last_reconcile_time = None;
+    let info = info();
+    let input = |di: &DeployItem, served: bool, t: Timeouts| {
+        let status = {
+            let input = Input {
+                item: di,
+                deployer: served.then_some(&info),
+                target: &TargetLookup::NotReferenced,
+                context_error: None,
+                now: now(),
+                timeouts: t,
+            };
+            no_deployer_notice(&input)
+        };
+        status
+    };
+    let status = input(&di, false, timeouts()).expect("a notice");
+    let e = status.last_error.as_ref().unwrap();
+    assert_eq!(e.reason, NO_DEPLOYER_REASON);
+    assert_eq!(
+        e.message,
+        format!(
+            "no deployer for type {UNKNOWN_TYPE} on this appliance; it fails after the pickup timeout of 300 seconds"
+        )
+    );
+    assert!(e.codes.is_none(), "not final");
+    assert!(status.first_error.is_none());
+    assert_eq!(status.phase, di.status.as_ref().unwrap().phase);
+    assert_eq!(status.last_reconcile_time, None, "not picked up");
+    // Written once: an item carrying the notice gets none again.
+    let mut noticed = di.clone();
+    noticed.status = Some(status.clone());
+    assert_eq!(input(&noticed, false, timeouts()), None);
+    // The pickup timeout still ends it, replacing the notice.
+    let mut late = waiting_for(300, UNKNOWN_TYPE);
+    late.status.as_mut().unwrap().last_reconcile_time = None;
+    late.status.as_mut().unwrap().last_error = status.last_error.clone();
+    let plan = run(&late, false, TargetLookup::NotReferenced);
+    let (ended, conclusion, _) = concluded(&plan.decision);
+    assert_eq!(conclusion, Conclusion::PickupTimeout);
+    assert_eq!(ended.last_error.as_ref().unwrap().reason, "PickupTimeout");
+    // Served items, finished jobs and a disabled pickup check.
+    assert_eq!(input(&di, true, timeouts()), None);
+    let t = Timeouts {
+        pickup: None,
+        ..timeouts()
+    };
+    assert!(
+        input(&di, false, t)
+            .unwrap()
+            .last_error
+            .unwrap()
+            .message
+            .ends_with("the pickup timeout is disabled, so it waits")
+    );
+    let mut finished = di.clone();
+    let s = finished.status.as_mut().unwrap();
+    s.job_id_finished = s.job_id.clone();
+    assert_eq!(input(&finished, false, timeouts()), None);
+}
+
+#[test]
 fn the_pickup_check_can_be_disabled_and_ignores_picked_up_items() {
     let di = waiting_for(1000, UNKNOWN_TYPE);
     for pickup in [None, Some(Duration::ZERO)] {

@@ -462,8 +462,28 @@ pub fn progressing_timeout_error(item: &DeployItem, checkpoint: Option<&str>) ->
     )
 }
 
+/// The progressing timeout of an item that was waiting with a recoverable `lastError`: the
+/// checkpoint the error's operation stands for (the readiness checks), and the error's message
+/// as the cause (which object, why it is not ready).
+pub fn progressing_timeout_with_cause(item: &DeployItem, last: Option<&StatusError>) -> LsError {
+    let Some(last) = last.filter(|e| !e.is_unrecoverable() && !e.message.is_empty()) else {
+        return progressing_timeout_error(item, None);
+    };
+    let short = deployer_short_name(&item.spec.r#type);
+    let checkpoint = if last.operation.starts_with("DefaultCheckResourcesReadiness") {
+        Some(format!("{short} deployer: default readiness checks"))
+    } else if last.operation.starts_with("CustomCheckResourcesReadiness") {
+        Some(format!("{short} deployer: custom readiness checks"))
+    } else {
+        None
+    };
+    let mut error = progressing_timeout_error(item, checkpoint.as_deref());
+    error.message = format!("{}; last error: {}", error.message, last.message);
+    error
+}
+
 fn progressing_timeout(input: &Input<'_>, status: DeployItemStatus, now: &str) -> Decision {
-    let error = progressing_timeout_error(input.item, None);
+    let error = progressing_timeout_with_cause(input.item, status.last_error.as_ref());
     fail_with(input, status, &error, Conclusion::ProgressingTimeout, now)
 }
 

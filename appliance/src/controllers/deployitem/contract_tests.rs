@@ -441,6 +441,53 @@ fn a_missing_context_is_retried() {
 // --- progressing timeout -------------------------------------------------------------------------
 
 #[test]
+fn a_progressing_timeout_keeps_the_cause_of_the_wait() {
+    let mut di = running(Phase::Progressing, 31);
+    di.spec.r#type = "landscaper.gardener.cloud/kubernetes-manifest".into();
+    di.spec.timeout = Some(LsDuration::parse("30s").unwrap());
+    let cause = "apps/v1, Kind=Deployment echo/acc is not ready: not enough ready replicas (1/2)";
+    di.status.as_mut().unwrap().last_error = Some(StatusError {
+        operation: "DefaultCheckResourcesReadinessManifest".into(),
+        reason: "ObjectNotReady".into(),
+        message: cause.into(),
+        ..Default::default()
+    });
+    let plan = run(&di, true, TargetLookup::NotReferenced);
+    let (status, conclusion, _) = concluded(&plan.decision);
+    assert_eq!(conclusion, Conclusion::ProgressingTimeout);
+    let e = status.last_error.as_ref().unwrap();
+    assert_eq!(e.reason, "ProgressingTimeout");
+    assert_eq!(
+        e.message,
+        format!(
+            r#"timeout at: "manifest deployer: default readiness checks"; last error: {cause}"#
+        )
+    );
+    assert_eq!(error_codes(status), vec![ERR_TIMEOUT]);
+    // A custom check names its checkpoint; another operation keeps the default checkpoint.
+    let with = |operation: &str| {
+        let mut d = di.clone();
+        d.status
+            .as_mut()
+            .unwrap()
+            .last_error
+            .as_mut()
+            .unwrap()
+            .operation = operation.into();
+        progressing_timeout_with_cause(&d, d.status.as_ref().unwrap().last_error.as_ref()).message
+    };
+    assert!(
+        with("CustomCheckResourcesReadinessHelm").starts_with(
+            r#"timeout at: "manifest deployer: custom readiness checks"; last error: "#
+        )
+    );
+    assert!(
+        with("ApplyObjects")
+            .starts_with(r#"timeout at: "manifest deployer: start reconcile"; last error: "#)
+    );
+}
+
+#[test]
 fn the_progressing_timeout_fails_a_running_item() {
     let mut di = running(Phase::Progressing, 31);
     di.spec.timeout = Some(LsDuration::parse("30s").unwrap());

@@ -372,28 +372,6 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     Ok(())
 }
 
-#[cfg(test)]
-mod reload_tests {
-    use super::*;
-
-    #[test]
-    fn reload_plans_apply_the_log_level_and_name_what_needs_a_restart() {
-        let running = Config::resolve(ConfigFile::default(), Overrides::default()).unwrap();
-        assert_eq!(reload_plan(&running, &running), ReloadPlan::default());
-        let file: ConfigFile = serde_saphyr::from_str(
-            "logLevel: debug\nlisten: 127.0.0.1:9999\nworkers: 2\ndeployItemTimeouts: {pickup: 1m}\n",
-        )
-        .unwrap();
-        let new = Config::resolve(file, Overrides::default()).unwrap();
-        let plan = reload_plan(&running, &new);
-        assert_eq!(plan.log_level.as_deref(), Some("debug"));
-        assert_eq!(
-            plan.restart_needed,
-            ["listen", "deployItemTimeouts.pickup", "workers"]
-        );
-    }
-}
-
 /// The built-in deployers with the helm deployer (chart cache `<data>/chart-cache`, charts
 /// from the manifests folder, pull secrets and repository credentials from the store).
 pub fn deployer_registry(
@@ -422,4 +400,26 @@ pub fn deployer_registry(
         tracing::warn!(error = %e, "helm deployer not registered");
     }
     registry
+}
+
+#[cfg(test)]
+mod reload_tests {
+    use super::*;
+
+    #[test]
+    fn reload_plans_apply_the_log_level_and_name_what_needs_a_restart() {
+        let running = Config::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!(reload_plan(&running, &running), ReloadPlan::default());
+        let file: ConfigFile = serde_saphyr::from_str(
+            "logLevel: debug\nlisten: 127.0.0.1:9999\nworkers: 2\ndeployItemTimeouts: {pickup: 1m}\n",
+        )
+        .unwrap();
+        let new = Config::resolve(file, Overrides::default()).unwrap();
+        let plan = reload_plan(&running, &new);
+        assert_eq!(plan.log_level.as_deref(), Some("debug"));
+        assert_eq!(
+            plan.restart_needed,
+            ["listen", "deployItemTimeouts.pickup", "workers"]
+        );
+    }
 }

@@ -151,10 +151,10 @@ fn config_map_with(cluster: &Cluster, daemon: &Daemon, inst: &str, greeting: &st
         &format!("ConfigMap {namespace}/{name} with greeting {greeting}"),
         || {
             let cm = cluster.core(&namespace, "configmaps", &name);
-            if cm.is_none() {
-                if let Some(di) = item_of(daemon, inst) {
-                    eprintln!("{inst}: {}", di["status"]);
-                }
+            if cm.is_none()
+                && let Some(di) = item_of(daemon, inst)
+            {
+                eprintln!("{inst}: {}", di["status"]);
             }
             cm.filter(|cm| cm["data"]["greeting"] == greeting)
         },

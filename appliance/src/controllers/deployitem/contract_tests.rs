@@ -641,18 +641,15 @@ fn an_unknown_type_says_so_at_once_and_still_ends_with_the_pickup_timeout() {
     di.status.as_mut().unwrap().last_reconcile_time = None;
     let info = info();
     let input = |di: &DeployItem, served: bool, t: Timeouts| {
-        let status = {
-            let input = Input {
-                item: di,
-                deployer: served.then_some(&info),
-                target: &TargetLookup::NotReferenced,
-                context_error: None,
-                now: now(),
-                timeouts: t,
-            };
-            no_deployer_notice(&input)
+        let input = Input {
+            item: di,
+            deployer: served.then_some(&info),
+            target: &TargetLookup::NotReferenced,
+            context_error: None,
+            now: now(),
+            timeouts: t,
         };
-        status
+        no_deployer_notice(&input)
     };
     let status = input(&di, false, timeouts()).expect("a notice");
     let e = status.last_error.as_ref().unwrap();

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use landscaper_appliance::client::Client;
-use landscaper_appliance::ingest::{IngestConfig, Ingestor};
+use landscaper_appliance::commands::client::Client;
+use landscaper_appliance::daemon::ingest::{IngestConfig, Ingestor};
 use landscaper_store::{Store, StoreOptions, Transaction};
 use serde_json::json;
 

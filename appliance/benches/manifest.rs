@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use kube_test_server::{ServerConfig, TestServer};
-use landscaper_appliance::controllers::{ControllerConfig, ControllerContext};
-use landscaper_appliance::ingest::{IngestConfig, Ingestor};
+use landscaper_appliance::daemon::controllers::{ControllerConfig, ControllerContext};
+use landscaper_appliance::daemon::ingest::{IngestConfig, Ingestor};
 use landscaper_store::{Kind, LabelSelector, Store, StoreOptions};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -137,7 +137,7 @@ fn main() {
         let store = Store::open(&dir.path().join("store.redb"), StoreOptions::default()).unwrap();
         let cancel = CancellationToken::new();
         let context = ControllerContext::new(store.clone(), ControllerConfig::default());
-        let controllers = tokio::spawn(landscaper_appliance::controllers::run(
+        let controllers = tokio::spawn(landscaper_appliance::daemon::controllers::run(
             context,
             cancel.clone(),
         ));

@@ -370,7 +370,7 @@ pub enum RenderCommand {
     /// Render one template file with the Landscaper function set (gotemplate) or Spiff.
     Template(RenderTemplateArgs),
     /// Render a Helm chart as `helm template` does (directory or .tgz).
-    Chart(Box<crate::render_chart::RenderChartArgs>),
+    Chart(Box<crate::commands::render_chart::RenderChartArgs>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

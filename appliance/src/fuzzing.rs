@@ -25,9 +25,9 @@ use landscaper_store::{Store, StoreOptions, Transaction};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 
-use crate::api::listen::{AllowedHosts, check_host};
-use crate::api::token::TrustedConnection;
-use crate::api::{ApiState, ApiToken, Readiness};
+use crate::daemon::api::listen::{AllowedHosts, check_host};
+use crate::daemon::api::token::TrustedConnection;
+use crate::daemon::api::{ApiState, ApiToken, Readiness};
 
 /// The credential the seeded Secret, Targets and DataObject hold.
 pub const MARKER: &str = "FuzzSecretMarker7";
@@ -100,9 +100,9 @@ impl Harness {
             "127.0.0.1:8080".parse().expect("an address"),
             ["appliance.example.com".to_string()],
         );
-        let router = crate::api::router(state.clone())
-            .merge(crate::history::routes(store))
-            .merge(crate::ui::routes(state))
+        let router = crate::daemon::api::router(state.clone())
+            .merge(crate::daemon::history::routes(store))
+            .merge(crate::daemon::ui::routes(state))
             .layer(axum::middleware::from_fn(move |request, next| {
                 check_host(allowed.clone(), request, next)
             }));

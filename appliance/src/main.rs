@@ -2,8 +2,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use landscaper_appliance::cli::{Cli, Command, RenderCommand};
+use landscaper_appliance::commands::{self, backup, doctor, export, render, validate};
 use landscaper_appliance::config::{Config, LogFormat, Overrides};
-use landscaper_appliance::{backup, commands, daemon, doctor, export, logging, render, validate};
+use landscaper_appliance::{daemon, logging};
 
 /// mimalloc: the store's writer allocates and frees many small JSON nodes; glibc's allocator
 /// made it the bottleneck (10-15k durable updates/s against 20-21k with mimalloc, measured
@@ -83,7 +84,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             match &args.command {
                 Some(RenderCommand::Template(t)) => render::run_template(t, &mut out, &mut err)?,
                 Some(RenderCommand::Chart(c)) => {
-                    if !landscaper_appliance::render_chart::run(c, &mut out, &mut err) {
+                    if !commands::render_chart::run(c, &mut out, &mut err) {
                         return Ok(ExitCode::FAILURE);
                     }
                 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use landscaper_appliance::api::{ApiState, Readiness, router, serve};
+use landscaper_appliance::daemon::api::{ApiState, Readiness, router, serve};
 use landscaper_store::{Kind, ObjectKey, Store, StoreOptions, Transaction};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;

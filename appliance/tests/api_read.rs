@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use landscaper_appliance::api::{ApiOptions, ApiState, Readiness, router, serve};
+use landscaper_appliance::daemon::api::{ApiOptions, ApiState, Readiness, router, serve};
 use landscaper_store::{Kind, ObjectKey, Store, StoreOptions, Transaction};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use landscaper_appliance::api::{ApiState, Readiness, router, serve_with};
+use landscaper_appliance::daemon::api::{ApiState, Readiness, router, serve_with};
 use landscaper_store::{Store, StoreOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -723,9 +723,9 @@ async fn conflicts_with_controller_writes_are_retried() {
 #[tokio::test]
 async fn files_over_the_size_limit_are_rejected_and_keep_their_objects() {
     let env = Env::new();
-    let ingestor = landscaper_appliance::ingest::Ingestor::new(
+    let ingestor = landscaper_appliance::daemon::ingest::Ingestor::new(
         env.store.clone(),
-        landscaper_appliance::ingest::IngestConfig {
+        landscaper_appliance::daemon::ingest::IngestConfig {
             max_file_size: 1024,
             ..env.config()
         },

@@ -176,11 +176,11 @@ async fn periodic_resync_catches_changes_without_a_watch() {
     std::fs::remove_dir(&env.manifests).unwrap();
     let shutdown = CancellationToken::new();
     let (ready, scanned) = tokio::sync::oneshot::channel();
-    let config = landscaper_appliance::ingest::IngestConfig {
+    let config = landscaper_appliance::daemon::ingest::IngestConfig {
         resync_interval: Duration::from_millis(300),
         ..env.config()
     };
-    let ingestor = landscaper_appliance::ingest::Ingestor::new(env.store.clone(), config);
+    let ingestor = landscaper_appliance::daemon::ingest::Ingestor::new(env.store.clone(), config);
     let task = tokio::spawn(ingestor.run(shutdown.clone(), Some(ready)));
     tokio::time::timeout(WAIT, scanned).await.unwrap().unwrap();
     env.write("a.yaml", dataobject("a", "1"));
@@ -200,11 +200,11 @@ async fn folder_replaced_while_running() {
     env.write("a.yaml", dataobject("a", "1"));
     let shutdown = CancellationToken::new();
     let (ready, scanned) = tokio::sync::oneshot::channel();
-    let config = landscaper_appliance::ingest::IngestConfig {
+    let config = landscaper_appliance::daemon::ingest::IngestConfig {
         resync_interval: Duration::from_millis(300),
         ..env.config()
     };
-    let ingestor = landscaper_appliance::ingest::Ingestor::new(env.store.clone(), config);
+    let ingestor = landscaper_appliance::daemon::ingest::Ingestor::new(env.store.clone(), config);
     let task = tokio::spawn(ingestor.run(shutdown.clone(), Some(ready)));
     tokio::time::timeout(WAIT, scanned).await.unwrap().unwrap();
     assert!(env.dataobject("a").is_some());
@@ -238,12 +238,12 @@ async fn folder_replaced_while_running() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_removed_right_after_a_scan_picked_it_up_is_noticed() {
     let env = Env::new();
-    let config = landscaper_appliance::ingest::IngestConfig {
+    let config = landscaper_appliance::daemon::ingest::IngestConfig {
         debounce: Duration::from_secs(2),
         resync_interval: Duration::from_secs(3600),
         ..env.config()
     };
-    let ingestor = landscaper_appliance::ingest::Ingestor::new(env.store.clone(), config);
+    let ingestor = landscaper_appliance::daemon::ingest::Ingestor::new(env.store.clone(), config);
     let shutdown = CancellationToken::new();
     let (ready, scanned) = tokio::sync::oneshot::channel();
     let task = tokio::spawn(ingestor.clone().run(shutdown.clone(), Some(ready)));

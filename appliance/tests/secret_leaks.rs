@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use ingest_common::*;
-use landscaper_appliance::api::{ApiState, Readiness};
+use landscaper_appliance::daemon::api::{ApiState, Readiness};
 use landscaper_store::Kind;
 use tower::ServiceExt as _;
 
@@ -211,8 +211,8 @@ async fn malformed_credentials_never_show_their_content() {
     assert_eq!(env.count(Kind::Target), 3);
 
     let state = ApiState::new(env.store.clone(), Readiness::ready());
-    let router = landscaper_appliance::api::router(state.clone())
-        .merge(landscaper_appliance::ui::routes(state));
+    let router = landscaper_appliance::daemon::api::router(state.clone())
+        .merge(landscaper_appliance::daemon::ui::routes(state));
     const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
     const FILES: &str = "/apis/appliance.landscaper-appliance.io/v1alpha1/manifestfiles";
     const TARGETS: &str = "/apis/landscaper.gardener.cloud/v1alpha1";
@@ -232,7 +232,7 @@ async fn malformed_credentials_never_show_their_content() {
     for (name, _) in &bad {
         paths.push(format!(
             "{FILES}/{}",
-            landscaper_appliance::ingest::manifest_file_name(name)
+            landscaper_appliance::daemon::ingest::manifest_file_name(name)
         ));
     }
     for path in &paths {

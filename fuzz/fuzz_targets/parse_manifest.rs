@@ -5,7 +5,7 @@
 //! lone `\r`; JSON only at `\n`.
 #![no_main]
 
-use landscaper_appliance::ingest::parse_manifest;
+use landscaper_appliance::daemon::ingest::parse_manifest;
 use libfuzzer_sys::fuzz_target;
 
 /// Characters per line of the text the parser sees (BOM stripped, bad UTF-8 as U+FFFD).

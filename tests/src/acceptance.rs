@@ -709,7 +709,7 @@ impl Scenario {
     /// A read as an operator makes it (over the Unix socket, authorised like Landscaper's
     /// tests with their kubeconfig): values copied from Secrets are shown, not redacted.
     fn read_json(&self, path: &str) -> Option<Value> {
-        landscaper_appliance::client::Client::unix(&self.daemon.data.join("api.sock"))
+        landscaper_appliance::commands::client::Client::unix(&self.daemon.data.join("api.sock"))
             .get_json(path)
             .ok()
     }

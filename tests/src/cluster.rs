@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use landscaper_appliance::client::Client;
+use landscaper_appliance::commands::client::Client;
 use serde_json::{Value, json};
 
 /// The bearer token in the test server's kubeconfig.

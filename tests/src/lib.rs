@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use landscaper_appliance::client::Client;
+use landscaper_appliance::commands::client::Client;
 use serde_json::Value;
 
 pub mod acceptance;

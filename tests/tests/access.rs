@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use landscaper_appliance::client::{Client, ClientError};
+use landscaper_appliance::commands::client::{Client, ClientError};
 use landscaper_e2e::{Daemon, binary, eventually, free_port};
 use serde_json::{Value, json};
 

@@ -345,7 +345,8 @@ fn demo_serves_the_embedded_folder_and_its_blueprint_renders() {
         .spawn()
         .unwrap();
     let client =
-        landscaper_appliance::client::Client::new(&format!("http://127.0.0.1:{port}")).unwrap();
+        landscaper_appliance::commands::client::Client::new(&format!("http://127.0.0.1:{port}"))
+            .unwrap();
     let inst = eventually(Duration::from_secs(20), "demo installation", || {
         client
             .get_json(

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use landscaper_appliance::export::CrdSchemas;
+use landscaper_appliance::commands::export::CrdSchemas;
 use landscaper_e2e::{Daemon, binary, eventually, free_port};
 use serde_json::Value;
 

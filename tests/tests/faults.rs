@@ -411,7 +411,7 @@ fn a_full_disk_heals_without_a_restart() {
     // The file's last revision is applied (not only an earlier one from before the disk
     // filled), and its job has finished.
     let content = std::fs::read(daemon.manifests.join("during.yaml")).unwrap();
-    let sha = landscaper_appliance::ingest::names::sha256_hex(&content);
+    let sha = landscaper_appliance::daemon::ingest::names::sha256_hex(&content);
     eventually(Duration::from_secs(120), "during.yaml applied", || {
         let s = file_status(&daemon, "during.yaml")?;
         (s["sha256"] == sha.as_str()).then_some(())

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use landscaper_appliance::client::Client;
+use landscaper_appliance::commands::client::Client;
 use landscaper_e2e::cluster::{Cluster, TOKEN};
 use landscaper_e2e::{Daemon, eventually};
 use serde_json::{Value, json};

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use landscaper_appliance::client::{Client, ClientError};
+use landscaper_appliance::commands::client::{Client, ClientError};
 use landscaper_e2e::{Daemon, binary, eventually, kubectl};
 use serde_json::{Value, json};
 

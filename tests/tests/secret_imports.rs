@@ -153,7 +153,8 @@ fn values_imported_from_secrets_are_redacted_for_anonymous_readers() {
     daemon.write("all.yaml", &manifests());
     let anonymous = daemon.client();
     // Requests over the Unix socket are authorised (the client sends no token with reads).
-    let authorised = landscaper_appliance::client::Client::unix(&daemon.data.join("api.sock"));
+    let authorised =
+        landscaper_appliance::commands::client::Client::unix(&daemon.data.join("api.sock"));
 
     // The installation publishes its import into its own scope, marked as coming from a Secret.
     let revealed = eventually(Duration::from_secs(60), "the import DataObject", || {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use landscaper_appliance::client::Client;
+use landscaper_appliance::commands::client::Client;
 use landscaper_e2e::{Daemon, eventually, free_port};
 use serde_json::{Value, json};
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use landscaper_appliance::ingest::{IngestConfig, Ingestor, manifest_file_name};
+use landscaper_appliance::daemon::ingest::{IngestConfig, Ingestor, manifest_file_name};
 use landscaper_store::{Kind, LabelSelector, ObjectKey, Store, StoreOptions, Transaction};
 use serde_json::Value;
 

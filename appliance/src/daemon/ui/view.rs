@@ -1,0 +1,458 @@
+//! What the status page shows, computed from the stored objects without I/O: phase counts,
+//! running jobs with progress, failed objects, manifest files with their errors, and the
+//! installation tree (subinstallations, execution, deploy items).
+
+use std::collections::{BTreeMap, HashMap};
+
+use landscaper_store::model::constants::ENCOMPASSED_BY_LABEL;
+use landscaper_store::object;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::daemon::controllers::jobs::is_final_text;
+use landscaper_store::object::str_at;
+
+/// The objects the overview is computed from (one consistent read).
+#[derive(Debug, Default, Clone)]
+pub struct Snapshot {
+    pub installations: Vec<Value>,
+    pub executions: Vec<Value>,
+    pub deploy_items: Vec<Value>,
+    pub files: Vec<Value>,
+    pub revision: u64,
+}
+
+/// One object in a list or the tree.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Row {
+    pub kind: &'static str,
+    pub namespace: String,
+    pub name: String,
+    /// `status.phase`, or `-` before the first reconcile.
+    pub phase: String,
+    /// CSS class for the phase: ok, bad, busy or idle (the phase text is always shown too).
+    pub tone: &'static str,
+    pub job_id: String,
+    /// Whether `jobID` differs from `jobIDFinished`.
+    pub running: bool,
+    pub last_error: Option<String>,
+    /// `status.phaseTransitionTime` or `lastReconcileTime`, else creation time.
+    pub since: String,
+    /// Deploy items: `spec.type`.
+    pub detail: Option<String>,
+    /// `kind/namespace/name`: the element id the live updates use.
+    pub key: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ExecutionNode {
+    pub row: Row,
+    pub items: Vec<Row>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct InstallationNode {
+    pub row: Row,
+    pub execution: Option<ExecutionNode>,
+    pub children: Vec<InstallationNode>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PhaseCount {
+    pub phase: String,
+    pub tone: &'static str,
+    pub count: usize,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct KindCounts {
+    pub kind: &'static str,
+    pub total: usize,
+    pub phases: Vec<PhaseCount>,
+}
+
+/// An installation whose job is running, with the share of its subobjects that finished.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RunningJob {
+    pub row: Row,
+    pub finished: usize,
+    pub total: usize,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FileRow {
+    pub path: String,
+    pub phase: String,
+    pub tone: &'static str,
+    /// `document N, line L: field: message`.
+    pub error: Option<String>,
+    pub warnings: Vec<String>,
+    pub objects: usize,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Overview {
+    pub counts: Vec<KindCounts>,
+    pub running: Vec<RunningJob>,
+    pub failed: Vec<Row>,
+    pub files: Vec<FileRow>,
+    pub roots: Vec<InstallationNode>,
+    pub revision: u64,
+}
+
+/// The tone of a phase: `ok` (Succeeded), `bad` (Failed, DeleteFailed), `idle` (none) or
+/// `busy` (any other, i.e. a job at work).
+pub fn tone(phase: &str) -> &'static str {
+    match phase {
+        "Succeeded" | "Applied" => "ok",
+        "Failed" | "DeleteFailed" | "Error" => "bad",
+        "" | "-" | "Skipped" => "idle",
+        _ => "busy",
+    }
+}
+
+pub fn row(kind: &'static str, o: &Value) -> Row {
+    let status = &o["status"];
+    let phase = str_at(status, "/phase");
+    let job_id = str_at(status, "/jobID").to_string();
+    let running = !job_id.is_empty() && job_id != str_at(status, "/jobIDFinished");
+    let last_error = status.get("lastError").filter(|e| !e.is_null()).map(|e| {
+        let reason = str_at(e, "/reason");
+        let message = str_at(e, "/message");
+        if reason.is_empty() {
+            message.to_string()
+        } else {
+            format!("{reason}: {message}")
+        }
+    });
+    let since = [
+        "/phaseTransitionTime",
+        "/lastReconcileTime",
+        "/transitionTimes/finishedTime",
+    ]
+    .iter()
+    .map(|p| str_at(status, p))
+    .find(|s| !s.is_empty())
+    .unwrap_or_else(|| str_at(o, "/metadata/creationTimestamp"))
+    .to_string();
+    let (namespace, name) = (
+        object::namespace(o).to_string(),
+        object::name(o).to_string(),
+    );
+    Row {
+        kind,
+        key: format!("{kind}/{namespace}/{name}"),
+        namespace,
+        name,
+        phase: if phase.is_empty() { "-" } else { phase }.to_string(),
+        tone: tone(phase),
+        job_id,
+        running,
+        last_error,
+        since,
+        detail: (kind == "DeployItem")
+            .then(|| str_at(o, "/spec/type").to_string())
+            .filter(|t| !t.is_empty()),
+    }
+}
+
+/// The name of the owner of `kind` in the object's ownerReferences.
+fn owner(o: &Value, kind: &str) -> Option<String> {
+    o.pointer("/metadata/ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| r["kind"] == kind)
+        .and_then(|r| r["name"].as_str())
+        .map(str::to_string)
+}
+
+fn parent(o: &Value) -> Option<&str> {
+    o.pointer("/metadata/labels")
+        .and_then(|l| l.get(ENCOMPASSED_BY_LABEL))
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+}
+
+fn counts(kind: &'static str, objects: &[Value]) -> KindCounts {
+    let mut by_phase: BTreeMap<String, usize> = BTreeMap::new();
+    for o in objects {
+        let p = str_at(o, "/status/phase");
+        *by_phase
+            .entry(if p.is_empty() { "-".into() } else { p.into() })
+            .or_default() += 1;
+    }
+    KindCounts {
+        kind,
+        total: objects.len(),
+        phases: by_phase
+            .into_iter()
+            .map(|(phase, count)| PhaseCount {
+                tone: tone(&phase),
+                phase,
+                count,
+            })
+            .collect(),
+    }
+}
+
+fn file_row(f: &Value) -> FileRow {
+    let status = &f["status"];
+    let error = status.get("lastError").filter(|e| !e.is_null()).map(|e| {
+        let mut place = Vec::new();
+        if let Some(d) = e["document"].as_u64() {
+            place.push(format!("document {d}"));
+        }
+        if let Some(l) = e["line"].as_u64() {
+            match e["column"].as_u64() {
+                Some(c) => place.push(format!("line {l}, column {c}")),
+                None => place.push(format!("line {l}")),
+            }
+        }
+        if let Some(field) = e["field"].as_str() {
+            place.push(field.to_string());
+        }
+        let message = str_at(e, "/message");
+        if place.is_empty() {
+            message.to_string()
+        } else {
+            format!("{}: {message}", place.join(", "))
+        }
+    });
+    let phase = str_at(status, "/phase");
+    FileRow {
+        path: str_at(f, "/spec/path").to_string(),
+        phase: if phase.is_empty() { "-" } else { phase }.to_string(),
+        tone: tone(phase),
+        error,
+        warnings: status["warnings"]
+            .as_array()
+            .map(|w| {
+                w.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        objects: status["objects"].as_array().map(Vec::len).unwrap_or(0),
+    }
+}
+
+/// Builds the overview. Failed objects and files with errors come first; the tree and the
+/// lists are sorted by namespace and name.
+pub fn overview(snapshot: &Snapshot) -> Overview {
+    // (namespace, owner name) -> children
+    let mut items_by_execution: HashMap<(String, String), Vec<Row>> = HashMap::new();
+    for di in &snapshot.deploy_items {
+        if let Some(exec) = owner(di, "Execution") {
+            items_by_execution
+                .entry((object::namespace(di).to_string(), exec))
+                .or_default()
+                .push(row("DeployItem", di));
+        }
+    }
+    let mut execution_of: HashMap<(String, String), ExecutionNode> = HashMap::new();
+    for ex in &snapshot.executions {
+        let ns = object::namespace(ex).to_string();
+        let mut items = items_by_execution
+            .remove(&(ns.clone(), object::name(ex).to_string()))
+            .unwrap_or_default();
+        items.sort_by(|a, b| a.name.cmp(&b.name));
+        if let Some(inst) = owner(ex, "Installation") {
+            execution_of.insert(
+                (ns, inst),
+                ExecutionNode {
+                    row: row("Execution", ex),
+                    items,
+                },
+            );
+        }
+    }
+    let mut children_of: HashMap<(String, String), Vec<&Value>> = HashMap::new();
+    let mut roots = Vec::new();
+    for inst in &snapshot.installations {
+        match parent(inst) {
+            Some(p) => children_of
+                .entry((object::namespace(inst).to_string(), p.to_string()))
+                .or_default()
+                .push(inst),
+            None => roots.push(inst),
+        }
+    }
+    fn node(
+        inst: &Value,
+        children_of: &HashMap<(String, String), Vec<&Value>>,
+        execution_of: &mut HashMap<(String, String), ExecutionNode>,
+        depth: usize,
+    ) -> InstallationNode {
+        let key = (
+            object::namespace(inst).to_string(),
+            object::name(inst).to_string(),
+        );
+        let mut children: Vec<InstallationNode> = if depth < 32 {
+            children_of
+                .get(&key)
+                .map(|c| {
+                    c.iter()
+                        .map(|c| node(c, children_of, execution_of, depth + 1))
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        children.sort_by(|a, b| a.row.name.cmp(&b.row.name));
+        InstallationNode {
+            row: row("Installation", inst),
+            execution: execution_of.remove(&key),
+            children,
+        }
+    }
+    let mut tree: Vec<InstallationNode> = roots
+        .iter()
+        .map(|r| node(r, &children_of, &mut execution_of, 0))
+        .collect();
+    tree.sort_by(|a, b| (&a.row.namespace, &a.row.name).cmp(&(&b.row.namespace, &b.row.name)));
+
+    let running = running_jobs(&tree);
+    let mut failed: Vec<Row> = snapshot
+        .installations
+        .iter()
+        .map(|o| row("Installation", o))
+        .chain(snapshot.executions.iter().map(|o| row("Execution", o)))
+        .chain(snapshot.deploy_items.iter().map(|o| row("DeployItem", o)))
+        .filter(|r| r.tone == "bad")
+        .collect();
+    failed.sort_by(|a, b| (a.kind, &a.namespace, &a.name).cmp(&(b.kind, &b.namespace, &b.name)));
+    let mut files: Vec<FileRow> = snapshot.files.iter().map(file_row).collect();
+    files.sort_by(|a, b| (a.error.is_none(), &a.path).cmp(&(b.error.is_none(), &b.path)));
+    Overview {
+        counts: vec![
+            counts("Installation", &snapshot.installations),
+            counts("Execution", &snapshot.executions),
+            counts("DeployItem", &snapshot.deploy_items),
+        ],
+        running,
+        failed,
+        files,
+        roots: tree,
+        revision: snapshot.revision,
+    }
+}
+
+/// Installations with a running job anywhere in the tree, with progress over their direct
+/// subobjects (subinstallations and deploy items of the execution).
+fn running_jobs(tree: &[InstallationNode]) -> Vec<RunningJob> {
+    let mut out = Vec::new();
+    let mut stack: Vec<&InstallationNode> = tree.iter().collect();
+    while let Some(n) = stack.pop() {
+        if n.row.running {
+            let subobjects: Vec<&Row> = n
+                .children
+                .iter()
+                .map(|c| &c.row)
+                .chain(n.execution.iter().flat_map(|e| e.items.iter()))
+                .collect();
+            let finished = subobjects
+                .iter()
+                .filter(|r| !r.running && is_final_text(&r.phase))
+                .count();
+            out.push(RunningJob {
+                row: n.row.clone(),
+                finished,
+                total: subobjects.len(),
+            });
+        }
+        stack.extend(n.children.iter());
+    }
+    out.sort_by(|a, b| (&a.row.namespace, &a.row.name).cmp(&(&b.row.namespace, &b.row.name)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn inst(name: &str, parent: Option<&str>, phase: &str, job: &str, finished: &str) -> Value {
+        let mut labels = serde_json::Map::new();
+        if let Some(p) = parent {
+            labels.insert(ENCOMPASSED_BY_LABEL.into(), json!(p));
+        }
+        json!({"kind": "Installation", "metadata": {"name": name, "namespace": "ns", "labels": labels},
+            "status": {"phase": phase, "jobID": job, "jobIDFinished": finished}})
+    }
+
+    fn owned(kind: &str, name: &str, owner_kind: &str, owner: &str, phase: &str) -> Value {
+        json!({"kind": kind, "metadata": {"name": name, "namespace": "ns",
+            "ownerReferences": [{"kind": owner_kind, "name": owner}]},
+            "spec": {"type": "landscaper.gardener.cloud/mock"},
+            "status": {"phase": phase, "jobID": "j1", "jobIDFinished": if phase == "Succeeded" {"j1"} else {""}}})
+    }
+
+    #[test]
+    fn the_tree_nests_subinstallations_executions_and_deploy_items() {
+        let snapshot = Snapshot {
+            installations: vec![
+                inst("root", None, "Progressing", "j1", "j0"),
+                inst("child", Some("root"), "Succeeded", "j1", "j1"),
+                inst("other", None, "Failed", "j2", "j2"),
+            ],
+            executions: vec![owned(
+                "Execution",
+                "root-exec",
+                "Installation",
+                "root",
+                "Progressing",
+            )],
+            deploy_items: vec![
+                owned("DeployItem", "b", "Execution", "root-exec", "Succeeded"),
+                owned("DeployItem", "a", "Execution", "root-exec", "Progressing"),
+            ],
+            files: vec![
+                json!({"spec": {"path": "ok.yaml"}, "status": {"phase": "Applied", "objects": [{}, {}]}}),
+                json!({"spec": {"path": "bad.yaml"}, "status": {"phase": "Error",
+                    "lastError": {"document": 1, "line": 7, "column": 3, "field": "spec.imports", "message": "boom"}}}),
+            ],
+            revision: 9,
+        };
+        let o = overview(&snapshot);
+        assert_eq!(o.roots.len(), 2);
+        let root = &o.roots[1];
+        assert_eq!(root.row.name, "root");
+        assert_eq!(root.children[0].row.name, "child");
+        let exec = root.execution.as_ref().unwrap();
+        let names: Vec<&str> = exec.items.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(
+            exec.items[0].detail.as_deref(),
+            Some("landscaper.gardener.cloud/mock")
+        );
+        // Progress: child and item b finished, item a not.
+        assert_eq!(o.running.len(), 1);
+        assert_eq!((o.running[0].finished, o.running[0].total), (2, 3));
+        assert_eq!(o.failed.len(), 1);
+        assert_eq!(o.failed[0].key, "Installation/ns/other");
+        assert_eq!(o.files[0].path, "bad.yaml");
+        assert_eq!(
+            o.files[0].error.as_deref(),
+            Some("document 1, line 7, column 3, spec.imports: boom")
+        );
+        assert_eq!(o.files[1].objects, 2);
+        let inst_counts = &o.counts[0];
+        assert_eq!(inst_counts.total, 3);
+        assert!(
+            inst_counts
+                .phases
+                .iter()
+                .any(|p| p.phase == "Failed" && p.count == 1 && p.tone == "bad")
+        );
+    }
+
+    #[test]
+    fn tones_carry_every_phase() {
+        assert_eq!(tone("Succeeded"), "ok");
+        assert_eq!(tone("DeleteFailed"), "bad");
+        assert_eq!(tone("Init"), "busy");
+        assert_eq!(tone(""), "idle");
+    }
+}

@@ -4,13 +4,14 @@
 //! the server, the values are changed, and the installations are deleted.
 
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use landscaper_e2e::cluster::Cluster;
 use landscaper_e2e::{Daemon, eventually};
-use serde_json::Value;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 const DI_PATH: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/e2e/deployitems";
 const HELM_LABEL: &str = "helm.deployer.landscaper.gardener.cloud/deployitem";
@@ -312,4 +313,157 @@ fn helm_release_mode_fails_with_a_clear_error() {
         "helm releases (helmDeployment: true) are not supported yet; set helmDeployment: false"
     );
     assert!(cluster.core("apps-rel", "configmaps", "rel-cm").is_none());
+}
+
+const DOCKER_REGISTRY: &str = "/usr/bin/docker-registry";
+
+/// A `docker-registry` on loopback (plain HTTP); killed on drop.
+struct Registry {
+    child: Child,
+    port: u16,
+}
+
+impl Registry {
+    fn start(dir: &Path) -> Registry {
+        let port = landscaper_e2e::free_port();
+        let config = dir.join("registry.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+                dir.join("storage").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(DOCKER_REGISTRY)
+            .arg("serve")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("docker-registry starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "docker-registry did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Registry { child, port }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn curl(args: &[&str]) -> String {
+    let out = Command::new("curl")
+        .args(["-sS", "--fail-with-body", "-D", "-"])
+        .args(args)
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "curl {args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// Uploads `data` as a blob of `repo` (monolithic upload); returns its digest.
+fn push_blob(base: &str, repo: &str, data: &[u8], work: &Path) -> String {
+    let hex: String = Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let digest = format!("sha256:{hex}");
+    let headers = curl(&["-X", "POST", &format!("{base}/v2/{repo}/blobs/uploads/")]);
+    let location = headers
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("location")
+                .then(|| v.trim().to_string())
+        })
+        .expect("upload location");
+    let location = if location.starts_with("http") {
+        location
+    } else {
+        format!("{base}{location}")
+    };
+    let sep = if location.contains('?') { '&' } else { '?' };
+    let file = work.join("blob");
+    std::fs::write(&file, data).unwrap();
+    curl(&[
+        "-X",
+        "PUT",
+        "-H",
+        "Content-Type: application/octet-stream",
+        "--data-binary",
+        &format!("@{}", file.display()),
+        &format!("{location}{sep}digest={digest}"),
+    ]);
+    digest
+}
+
+/// Pushes a chart `.tgz` as Helm does (`helm push`: Helm's config and layer media types).
+fn push_chart(port: u16, tgz: &[u8], work: &Path) {
+    let base = format!("http://127.0.0.1:{port}");
+    let config = br#"{"name":"demo","version":"0.1.0","apiVersion":"v2"}"#;
+    let config_digest = push_blob(&base, "charts/demo", config, work);
+    let layer_digest = push_blob(&base, "charts/demo", tgz, work);
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.cncf.helm.config.v1+json",
+            "digest": config_digest, "size": config.len()},
+        "layers": [{"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
+            "digest": layer_digest, "size": tgz.len()}],
+    });
+    let file = work.join("manifest.json");
+    std::fs::write(&file, manifest.to_string()).unwrap();
+    curl(&[
+        "-X",
+        "PUT",
+        "-H",
+        "Content-Type: application/vnd.oci.image.manifest.v1+json",
+        "--data-binary",
+        &format!("@{}", file.display()),
+        &format!("{base}/v2/charts/demo/manifests/0.1.0"),
+    ]);
+}
+
+#[test]
+fn a_chart_from_an_oci_registry_is_deployed_and_served_from_the_cache_when_it_is_gone() {
+    if !Path::new(DOCKER_REGISTRY).is_file() {
+        println!("SKIP: {DOCKER_REGISTRY} not found (apt-get install docker-registry)");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let chart_dir = work.path().join("demo");
+    write_chart(&chart_dir);
+    let Some(raw) = chart_archive(&chart_dir) else {
+        println!("SKIP: tar not available");
+        return;
+    };
+    let tgz = base64::engine::general_purpose::STANDARD
+        .decode(raw)
+        .unwrap();
+    let registry = Registry::start(work.path());
+    push_chart(registry.port, &tgz, work.path());
+
+    let cluster = Cluster::start("100ms");
+    let daemon = Daemon::start();
+    daemon.write("target.yaml", &target(&cluster));
+    let chart = format!("{{ref: \"127.0.0.1:{}/charts/demo:0.1.0\"}}", registry.port);
+    daemon.write("oci.yaml", &installation("oci", &chart, "from-oci"));
+    config_map_with(&cluster, &daemon, "oci", "from-oci");
+
+    // The registry goes away: the chart comes from the cache for the next values.
+    drop(registry);
+    daemon.write("oci.yaml", &installation("oci", &chart, "cached"));
+    config_map_with(&cluster, &daemon, "oci", "cached");
 }

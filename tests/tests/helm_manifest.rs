@@ -49,7 +49,7 @@ fn write_chart(dir: &Path) {
     std::fs::write(dir.join("values.yaml"), "greeting: hello\n").unwrap();
     std::fs::write(
         dir.join("templates/cm.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\n  labels:\n    chart: {{ .Chart.Name }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  namespace: {{ .Release.Namespace }}\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\n  labels:\n    chart: {{ .Chart.Name }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  namespace: {{ .Release.Namespace }}\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n",
     )
     .unwrap();
     std::fs::write(
@@ -195,6 +195,9 @@ fn a_chart_is_deployed_updated_and_deleted_without_helm_releases() {
     let cm = config_map_with(&cluster, &daemon, "local", "hi");
     assert_eq!(cm["data"]["namespace"], "apps-local", "{cm:#}");
     assert_eq!(cm["metadata"]["labels"]["chart"], "demo");
+    // `.Capabilities.KubeVersion` comes from the target's API server.
+    let served = cluster.get("/version").expect("/version");
+    assert_eq!(cm["data"]["kube"], served["gitVersion"], "{served}");
     let di = eventually(Duration::from_secs(30), "the helm item to succeed", || {
         item_of(&daemon, "local").filter(|d| d["status"]["phase"] == "Succeeded")
     });

@@ -442,6 +442,21 @@ impl HelmDeployer {
             return Err(helm_release_unsupported());
         }
         let fetched = self.fetch(&request, &config).await?;
+        // `.Capabilities.KubeVersion` from the target's API server when it answers (as Helm
+        // sets it: `Version` is the server's gitVersion); Helm's defaults otherwise.
+        let client = self.clients.client(request.target).await?;
+        let kube_version = client
+            .server_version()
+            .await
+            .and_then(|git_version| {
+                landscaper_charts::KubeVersion::parse(&git_version)
+                    .ok()
+                    .map(|parsed| landscaper_charts::KubeVersion {
+                        version: git_version,
+                        ..parsed
+                    })
+            })
+            .unwrap_or_default();
         let name = chart_name(&config.chart);
         let rendered = {
             let config = config.clone();
@@ -450,11 +465,7 @@ impl HelmDeployer {
                 .name("render-helm".into())
                 .stack_size(64 << 20)
                 .spawn(move || {
-                    render_chart(
-                        &content,
-                        &config,
-                        Capabilities::offline(Default::default(), &[]),
-                    )
+                    render_chart(&content, &config, Capabilities::offline(kube_version, &[]))
                 })
                 .map_err(|e| {
                     DeployerError::new(TEMPLATE_OPERATION, "RenderHelmValues", e.to_string())

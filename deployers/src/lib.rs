@@ -16,11 +16,13 @@ use landscaper_model::{Context, DeployItem, LocalObjectReference, Phase, Target}
 use serde_json::Value;
 
 pub mod applier;
+pub mod helm;
 pub mod kubernetes;
 pub mod manifest;
 pub mod mock;
 pub mod registry;
 
+pub use helm::HelmDeployer;
 pub use manifest::ManifestDeployer;
 pub use mock::MockDeployer;
 pub use registry::DeployerRegistry;

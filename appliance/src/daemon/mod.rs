@@ -256,7 +256,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
         ..Default::default()
     };
     // The one place the deployers are built.
-    let deployers = std::sync::Arc::new(landscaper_deployers::DeployerRegistry::builtin());
+    let deployers = std::sync::Arc::new(deployer_registry(
+        &store,
+        &config.data_dir,
+        &config.manifests_dir,
+    ));
     let controller_context =
         crate::daemon::controllers::ControllerContext::new(store.clone(), controller_config)
             .with_deployers(deployers)
@@ -383,6 +387,36 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
         .context("stopping the store")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The built-in deployers with the helm deployer (chart cache `<data>/chart-cache`, charts
+/// from the manifests folder, pull secrets and repository credentials from the store).
+pub fn deployer_registry(
+    store: &Store,
+    data_dir: &Path,
+    manifests_dir: &Path,
+) -> landscaper_deployers::DeployerRegistry {
+    let mut registry = landscaper_deployers::DeployerRegistry::builtin();
+    let secrets_store = store.clone();
+    let secrets: landscaper_deployers::helm::SecretReader =
+        std::sync::Arc::new(move |namespace: &str, name: &str| {
+            let key =
+                landscaper_store::ObjectKey::new(landscaper_store::Kind::Secret, namespace, name);
+            let raw = secrets_store.get(&key).ok().flatten()?;
+            let secret: landscaper_store::model::Secret = serde_json::from_value(raw).ok()?;
+            Some(landscaper_deployers::helm::SecretData {
+                name: name.to_string(),
+                secret_type: secret.r#type.clone().unwrap_or_default(),
+                data: secret.decoded_data(),
+            })
+        });
+    let helm = landscaper_deployers::HelmDeployer::with_cache_dir(data_dir.join("chart-cache"))
+        .with_manifests_dir(manifests_dir.to_path_buf())
+        .with_secrets(secrets);
+    if let Err(e) = registry.register(std::sync::Arc::new(helm)) {
+        tracing::warn!(error = %e, "helm deployer not registered");
+    }
+    registry
 }
 
 #[cfg(test)]

@@ -104,6 +104,10 @@ fn policy_or_default<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ManifestP
 pub struct ReadinessCheckConfiguration {
     #[serde(default)]
     pub disable_default: bool,
+    /// How long the readiness checks may wait (`readinessChecks.timeout` of Landscaper before
+    /// v0.93's single progressing timeout); `None`: until the item's timeout.
+    #[serde(default)]
+    pub timeout: Option<landscaper_model::Duration>,
     #[serde(default, rename = "custom")]
     pub custom_readiness_checks: Option<Vec<CustomReadinessCheck>>,
 }

@@ -138,6 +138,9 @@ pub struct Desired<'a> {
     /// Used for the orphans of an update.
     pub deletion_groups_during_update: &'a [DeletionGroupDefinition],
     pub naming: &'a Naming,
+    /// The namespace of namespaced objects that name none (the helm deployer's release
+    /// namespace); `None` leaves them as they are.
+    pub default_namespace: Option<&'a str>,
 }
 
 impl Desired<'_> {
@@ -205,6 +208,52 @@ fn waiting(
     })
 }
 
+/// `readinessChecks.timeout`: the item has waited at `operation` (its `lastError` names the
+/// operation since `lastTransitionTime`) for the timeout or longer: a final timeout error that
+/// keeps the cause (`not_ready`).
+fn readiness_deadline(
+    item: &DeployItem,
+    operation: &str,
+    config: &ReadinessCheckConfiguration,
+    not_ready: &str,
+) -> Result<(), DeployerError> {
+    let Some(timeout) = &config.timeout else {
+        return Ok(());
+    };
+    if readiness_timed_out(item, operation, timeout.to_std(), jiff::Timestamp::now()) {
+        return Err(DeployerError::timeout(
+            operation,
+            "ReadinessCheckTimeout",
+            format!("readiness checks did not succeed within {timeout}: {not_ready}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the item has been waiting at `operation` for `timeout` by `now`.
+pub fn readiness_timed_out(
+    item: &DeployItem,
+    operation: &str,
+    timeout: std::time::Duration,
+    now: jiff::Timestamp,
+) -> bool {
+    let Some(error) = item.status.as_ref().and_then(|s| s.last_error.as_ref()) else {
+        return false;
+    };
+    if error.operation != operation {
+        return false;
+    }
+    let Some(since) = error
+        .last_transition_time
+        .as_deref()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+    else {
+        return false;
+    };
+    let waited = now.duration_since(since);
+    std::time::Duration::try_from(waited).is_ok_and(|w| w >= timeout)
+}
+
 fn delete_error(operation: &str, reason: &str, e: DeleteError) -> DeployerError {
     match &e {
         DeleteError::Cluster(c) => cluster_error(operation, reason, c),
@@ -260,6 +309,24 @@ pub async fn reconcile(
                 DeployerError::new(operation, "PrepareManifests", m.clone())
             }
         })?;
+    let mut groups = groups;
+    if let Some(namespace) = desired.default_namespace.filter(|n| !n.is_empty()) {
+        for manifest in &mut groups.namespaced {
+            if let Some(Value::Object(object)) = manifest.manifest.as_mut() {
+                let metadata = object
+                    .entry("metadata")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Value::Object(metadata) = metadata
+                    && metadata
+                        .get("namespace")
+                        .and_then(Value::as_str)
+                        .is_none_or(str::is_empty)
+                {
+                    metadata.insert("namespace".into(), Value::String(namespace.into()));
+                }
+            }
+        }
+    }
     let applied = apply::apply_groups(client, &groups, desired.update_strategy, owner).await;
 
     // Objects of the previous revision that this one no longer contains.
@@ -326,14 +393,13 @@ pub async fn reconcile(
         if let Some(not_ready) =
             readiness::default_readiness(client, &status.managed_resources).await
         {
+            let operation = naming.default_readiness_operation;
+            let message = not_ready.to_string();
+            readiness_deadline(item, operation, desired.readiness_checks, &message)?;
             return waiting(
                 item,
                 &status,
-                DeployerError::new(
-                    naming.default_readiness_operation,
-                    "ObjectNotReady",
-                    not_ready.to_string(),
-                ),
+                DeployerError::new(operation, "ObjectNotReady", message),
             );
         }
     }
@@ -363,14 +429,13 @@ pub async fn reconcile(
             }
         };
         if let Some(not_ready) = readiness::custom_readiness(check_client.as_ref(), check).await {
+            let operation = naming.custom_readiness_operation;
+            let message = format!("readiness check {:?}: {not_ready}", check.name);
+            readiness_deadline(item, operation, desired.readiness_checks, &message)?;
             return waiting(
                 item,
                 &status,
-                DeployerError::new(
-                    naming.custom_readiness_operation,
-                    "ObjectNotReady",
-                    format!("readiness check {:?}: {not_ready}", check.name),
-                ),
+                DeployerError::new(operation, "ObjectNotReady", message),
             );
         }
     }
@@ -514,6 +579,7 @@ mod tests {
             deletion_groups: &[],
             deletion_groups_during_update: &[],
             naming: &HELM,
+            default_namespace: None,
         };
         let progress = Checkpoint::new();
         let result = block_on(reconcile(

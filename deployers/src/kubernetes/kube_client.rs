@@ -145,6 +145,16 @@ fn map_error(error: kube::Error) -> ClusterError {
 }
 
 impl ClusterClient for KubeClusterClient {
+    fn server_version(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move {
+            self.client
+                .apiserver_version()
+                .await
+                .ok()
+                .map(|info| info.git_version)
+        })
+    }
+
     fn resolve<'a>(
         &'a self,
         api_version: &'a str,

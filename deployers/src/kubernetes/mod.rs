@@ -152,6 +152,12 @@ pub trait ClusterClient: Send + Sync {
     /// Forgets everything discovery learnt (e.g. after CRDs changed).
     fn invalidate_discovery(&self);
 
+    /// The API server's version (`/version` `gitVersion`, e.g. `v1.31.2`); `None` when it is
+    /// not known (the helm deployer then renders with Helm's default capabilities).
+    fn server_version(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
+
     /// The object, `None` when it does not exist.
     fn get<'a>(&'a self, object: &'a ObjectRef) -> BoxFuture<'a, ClusterResult<Option<Value>>>;
 

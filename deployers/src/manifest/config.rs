@@ -189,7 +189,7 @@ impl ProviderConfiguration {
     }
 }
 
-fn validate_continuous_reconcile(spec: Option<&Value>, errors: &mut Vec<String>) {
+pub(crate) fn validate_continuous_reconcile(spec: Option<&Value>, errors: &mut Vec<String>) {
     let Some(Value::Object(spec)) = spec else {
         return;
     };

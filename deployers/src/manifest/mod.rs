@@ -68,6 +68,7 @@ impl ProviderConfiguration {
             deletion_groups: &self.deletion_groups,
             deletion_groups_during_update: &self.deletion_groups_during_update,
             naming: &NAMING,
+            default_namespace: None,
         }
     }
 }

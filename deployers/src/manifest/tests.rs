@@ -686,3 +686,51 @@ fn exports_report_a_missing_secondary_target() {
         "export k: unable to read secondary target other: targets.landscaper.gardener.cloud \"other\" not found"
     );
 }
+
+#[test]
+fn the_readiness_timeout_is_honoured_and_names_the_object() {
+    let mut h = Harness::new(
+        json!({"apiVersion": config::V1ALPHA2, "kind": "ProviderConfiguration",
+        "readinessChecks": {"timeout": "2m"},
+        "manifests": [{"manifest": deployment("echo", 2)}]}),
+    );
+    assert_eq!(h.reconcile().unwrap().phase, Some(Phase::Progressing));
+    // Waiting (recoverable) while the item has waited less than the timeout at this check.
+    let err = h.reconcile().unwrap_err();
+    assert!(!err.is_unrecoverable(), "{err}");
+    let record = |h: &mut Harness, ago: i64| {
+        let since = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(ago);
+        h.item.status.as_mut().unwrap().last_error = Some(landscaper_model::Error {
+            last_transition_time: Some(since.to_string()),
+            ..err.clone()
+        });
+    };
+    record(&mut h, 60);
+    assert!(!h.reconcile().unwrap_err().is_unrecoverable());
+    // Two minutes after the wait started: a final timeout that keeps the cause.
+    record(&mut h, 121);
+    let timeout = h.reconcile().unwrap_err();
+    assert!(
+        timeout.has_code(landscaper_model::constants::ERR_TIMEOUT),
+        "{timeout:?}"
+    );
+    assert_eq!(timeout.reason, "ReadinessCheckTimeout");
+    assert!(
+        timeout.message.contains("within 2m")
+            && timeout
+                .message
+                .contains("Kind=Deployment echo/acc is not ready"),
+        "{}",
+        timeout.message
+    );
+    // Without readinessChecks.timeout the item waits until its own timeout.
+    let mut h2 = Harness::new(config(json!([{"manifest": deployment("echo", 2)}])));
+    assert_eq!(h2.reconcile().unwrap().phase, Some(Phase::Progressing));
+    record(&mut h2, 100_000);
+    assert!(!h2.reconcile().unwrap_err().is_unrecoverable());
+    // A wrong duration is a configuration error.
+    assert!(
+        config::ProviderConfiguration::parse(&json!({"readinessChecks": {"timeout": "soon"}}))
+            .is_err()
+    );
+}

@@ -70,6 +70,8 @@ pub fn walk(root: &Path) -> io::Result<Walk> {
 
 /// The file that makes a directory a blueprint directory, skipped by the scan.
 const BLUEPRINT_FILE: &str = "blueprint.yaml";
+/// The file that makes a directory a Helm chart (`local://charts/NAME`), skipped by the scan.
+const CHART_FILE: &str = "Chart.yaml";
 
 fn walk_dir(
     dir: &Path,
@@ -106,8 +108,9 @@ fn walk_dir(
         }
     }
     names.sort();
-    // A blueprint directory (referenced by `local://<path>`) holds templates, not manifests.
-    if !prefix.is_empty() && names.iter().any(|n| n == BLUEPRINT_FILE) {
+    // A blueprint directory or a chart directory (referenced by `local://<path>`) holds
+    // templates, not manifests.
+    if !prefix.is_empty() && names.iter().any(|n| n == BLUEPRINT_FILE || n == CHART_FILE) {
         return;
     }
     let skip_markers: HashSet<&str> = names
@@ -277,6 +280,24 @@ pub(crate) fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chart_directories_are_not_scanned() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("charts/demo/templates")).unwrap();
+        for f in [
+            "inst.yaml",
+            "charts/demo/Chart.yaml",
+            "charts/demo/values.yaml",
+            "charts/demo/templates/cm.yaml",
+        ] {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        let walk = walk(root).unwrap();
+        let found: Vec<_> = walk.files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(found, ["inst.yaml"]);
+    }
 
     #[test]
     fn walk_finds_manifests_and_skips_noise() {

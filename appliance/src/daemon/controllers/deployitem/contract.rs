@@ -341,6 +341,42 @@ fn pickup_timeout_status(
     status
 }
 
+/// Reason of the notice on an item whose type no built-in deployer serves.
+pub const NO_DEPLOYER_REASON: &str = "NoDeployer";
+
+/// The status of an item no built-in deployer serves, carrying a (recoverable) notice in
+/// `lastError` that says so, or `None` when the item carries it already, was picked up, or its
+/// job is finished. Landscaper's pickup timeout still ends the item (and replaces the notice).
+pub fn no_deployer_notice(input: &Input<'_>) -> Option<DeployItemStatus> {
+    let item = input.item;
+    let mut status = item.status.clone().unwrap_or_default();
+    if input.deployer.is_some() || is_job_finished(&status) || has_been_picked_up(&status) {
+        return None;
+    }
+    let ending = match input.timeouts.pickup.filter(|t| !t.is_zero()) {
+        Some(pickup) => format!(
+            "it fails after the pickup timeout of {} seconds",
+            pickup.as_secs()
+        ),
+        None => "the pickup timeout is disabled, so it waits".to_string(),
+    };
+    let message = format!(
+        "no deployer for type {} on this appliance; {ending}",
+        item.spec.r#type
+    );
+    if status
+        .last_error
+        .as_ref()
+        .is_some_and(|e| e.reason == NO_DEPLOYER_REASON && e.message == message)
+    {
+        return None;
+    }
+    let notice = LsError::new(PICKUP_TIMEOUT_OPERATION, NO_DEPLOYER_REASON, message);
+    // Only lastError: firstError stays for real errors.
+    status.last_error = updated_error(None, Some(&notice), &format_time(input.now));
+    Some(status)
+}
+
 /// For items nobody has picked up in this job: fail them after the pickup timeout. Items
 /// already picked up (whose target became unresolvable) fail after the progressing timeout.
 fn waiting(input: &Input<'_>, status: DeployItemStatus, blocked_by: Option<&str>) -> Decision {
@@ -426,8 +462,28 @@ pub fn progressing_timeout_error(item: &DeployItem, checkpoint: Option<&str>) ->
     )
 }
 
+/// The progressing timeout of an item that was waiting with a recoverable `lastError`: the
+/// checkpoint the error's operation stands for (the readiness checks), and the error's message
+/// as the cause (which object, why it is not ready).
+pub fn progressing_timeout_with_cause(item: &DeployItem, last: Option<&StatusError>) -> LsError {
+    let Some(last) = last.filter(|e| !e.is_unrecoverable() && !e.message.is_empty()) else {
+        return progressing_timeout_error(item, None);
+    };
+    let short = deployer_short_name(&item.spec.r#type);
+    let checkpoint = if last.operation.starts_with("DefaultCheckResourcesReadiness") {
+        Some(format!("{short} deployer: default readiness checks"))
+    } else if last.operation.starts_with("CustomCheckResourcesReadiness") {
+        Some(format!("{short} deployer: custom readiness checks"))
+    } else {
+        None
+    };
+    let mut error = progressing_timeout_error(item, checkpoint.as_deref());
+    error.message = format!("{}; last error: {}", error.message, last.message);
+    error
+}
+
 fn progressing_timeout(input: &Input<'_>, status: DeployItemStatus, now: &str) -> Decision {
-    let error = progressing_timeout_error(input.item, None);
+    let error = progressing_timeout_with_cause(input.item, status.last_error.as_ref());
     fail_with(input, status, &error, Conclusion::ProgressingTimeout, now)
 }
 

@@ -441,6 +441,53 @@ fn a_missing_context_is_retried() {
 // --- progressing timeout -------------------------------------------------------------------------
 
 #[test]
+fn a_progressing_timeout_keeps_the_cause_of_the_wait() {
+    let mut di = running(Phase::Progressing, 31);
+    di.spec.r#type = "landscaper.gardener.cloud/kubernetes-manifest".into();
+    di.spec.timeout = Some(LsDuration::parse("30s").unwrap());
+    let cause = "apps/v1, Kind=Deployment echo/acc is not ready: not enough ready replicas (1/2)";
+    di.status.as_mut().unwrap().last_error = Some(StatusError {
+        operation: "DefaultCheckResourcesReadinessManifest".into(),
+        reason: "ObjectNotReady".into(),
+        message: cause.into(),
+        ..Default::default()
+    });
+    let plan = run(&di, true, TargetLookup::NotReferenced);
+    let (status, conclusion, _) = concluded(&plan.decision);
+    assert_eq!(conclusion, Conclusion::ProgressingTimeout);
+    let e = status.last_error.as_ref().unwrap();
+    assert_eq!(e.reason, "ProgressingTimeout");
+    assert_eq!(
+        e.message,
+        format!(
+            r#"timeout at: "manifest deployer: default readiness checks"; last error: {cause}"#
+        )
+    );
+    assert_eq!(error_codes(status), vec![ERR_TIMEOUT]);
+    // A custom check names its checkpoint; another operation keeps the default checkpoint.
+    let with = |operation: &str| {
+        let mut d = di.clone();
+        d.status
+            .as_mut()
+            .unwrap()
+            .last_error
+            .as_mut()
+            .unwrap()
+            .operation = operation.into();
+        progressing_timeout_with_cause(&d, d.status.as_ref().unwrap().last_error.as_ref()).message
+    };
+    assert!(
+        with("CustomCheckResourcesReadinessHelm").starts_with(
+            r#"timeout at: "manifest deployer: custom readiness checks"; last error: "#
+        )
+    );
+    assert!(
+        with("ApplyObjects")
+            .starts_with(r#"timeout at: "manifest deployer: start reconcile"; last error: "#)
+    );
+}
+
+#[test]
 fn the_progressing_timeout_fails_a_running_item() {
     let mut di = running(Phase::Progressing, 31);
     di.spec.timeout = Some(LsDuration::parse("30s").unwrap());
@@ -585,6 +632,68 @@ fn an_unknown_type_waits_for_pickup_then_fails() {
 
     let plan = run(&deleting(di), false, TargetLookup::NotReferenced);
     assert_eq!(concluded(&plan.decision).0.phase, Some(Phase::DeleteFailed));
+}
+
+#[test]
+fn an_unknown_type_says_so_at_once_and_still_ends_with_the_pickup_timeout() {
+    // A new job nobody picked up: the notice goes into lastError (not final, no codes).
+    let mut di = waiting_for(100, UNKNOWN_TYPE);
+    di.status.as_mut().unwrap().last_reconcile_time = None;
+    let info = info();
+    let input = |di: &DeployItem, served: bool, t: Timeouts| {
+        let input = Input {
+            item: di,
+            deployer: served.then_some(&info),
+            target: &TargetLookup::NotReferenced,
+            context_error: None,
+            now: now(),
+            timeouts: t,
+        };
+        no_deployer_notice(&input)
+    };
+    let status = input(&di, false, timeouts()).expect("a notice");
+    let e = status.last_error.as_ref().unwrap();
+    assert_eq!(e.reason, NO_DEPLOYER_REASON);
+    assert_eq!(
+        e.message,
+        format!(
+            "no deployer for type {UNKNOWN_TYPE} on this appliance; it fails after the pickup timeout of 300 seconds"
+        )
+    );
+    assert!(e.codes.is_none(), "not final");
+    assert!(status.first_error.is_none());
+    assert_eq!(status.phase, di.status.as_ref().unwrap().phase);
+    assert_eq!(status.last_reconcile_time, None, "not picked up");
+    // Written once: an item carrying the notice gets none again.
+    let mut noticed = di.clone();
+    noticed.status = Some(status.clone());
+    assert_eq!(input(&noticed, false, timeouts()), None);
+    // The pickup timeout still ends it, replacing the notice.
+    let mut late = waiting_for(300, UNKNOWN_TYPE);
+    late.status.as_mut().unwrap().last_reconcile_time = None;
+    late.status.as_mut().unwrap().last_error = status.last_error.clone();
+    let plan = run(&late, false, TargetLookup::NotReferenced);
+    let (ended, conclusion, _) = concluded(&plan.decision);
+    assert_eq!(conclusion, Conclusion::PickupTimeout);
+    assert_eq!(ended.last_error.as_ref().unwrap().reason, "PickupTimeout");
+    // Served items, finished jobs and a disabled pickup check.
+    assert_eq!(input(&di, true, timeouts()), None);
+    let t = Timeouts {
+        pickup: None,
+        ..timeouts()
+    };
+    assert!(
+        input(&di, false, t)
+            .unwrap()
+            .last_error
+            .unwrap()
+            .message
+            .ends_with("the pickup timeout is disabled, so it waits")
+    );
+    let mut finished = di.clone();
+    let s = finished.status.as_mut().unwrap();
+    s.job_id_finished = s.job_id.clone();
+    assert_eq!(input(&finished, false, timeouts()), None);
 }
 
 #[test]

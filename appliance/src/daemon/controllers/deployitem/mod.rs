@@ -490,6 +490,11 @@ impl Reconciler for DeployItemReconciler {
                 if let Some(reason) = blocked_by {
                     tracing::info!(%key, %reason, "deploy item waits for its target");
                 }
+                if let Some(status) = contract::no_deployer_notice(&input) {
+                    tracing::info!(%key, item_type = %item.spec.r#type, "no deployer serves the deploy item's type");
+                    let tx = Self::item_write(&raw, &status, &plan, Transaction::new());
+                    self.commit(tx).await?;
+                }
                 Ok(Outcome::RequeueAfter(requeue_after))
             }
             Decision::Conclude {

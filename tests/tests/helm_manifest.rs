@@ -1,0 +1,472 @@
+//! End-to-end: the helm deployer in manifest-only mode (`helmDeployment: false`) against the
+//! Kubernetes test server. A chart written by the test is deployed (a) from the manifests
+//! folder (`local://charts/demo`) and (b) from `chart.archive.raw`; the objects are checked on
+//! the server, the values are changed, and the installations are deleted.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use landscaper_e2e::cluster::Cluster;
+use landscaper_e2e::{Daemon, eventually};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+const DI_PATH: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/e2e/deployitems";
+const HELM_LABEL: &str = "helm.deployer.landscaper.gardener.cloud/deployitem";
+
+fn target(cluster: &Cluster) -> String {
+    let indented: String = cluster
+        .kubeconfig()
+        .lines()
+        .map(|l| format!("      {l}\n"))
+        .collect();
+    format!(
+        "apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Target
+metadata:
+  name: cluster
+  namespace: e2e
+spec:
+  type: landscaper.gardener.cloud/kubernetes-cluster
+  config:
+    kubeconfig: |
+{indented}"
+    )
+}
+
+/// The chart: a ConfigMap `<release>-cm` without a namespace (the release namespace is the
+/// default) holding `.Values.greeting`, and a CRD from `crds/`.
+fn write_chart(dir: &Path) {
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::create_dir_all(dir.join("crds")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("values.yaml"), "greeting: hello\n").unwrap();
+    std::fs::write(
+        dir.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\n  labels:\n    chart: {{ .Chart.Name }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  namespace: {{ .Release.Namespace }}\n  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("crds/widgets.yaml"),
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.demo.example.com
+spec:
+  group: demo.example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+",
+    )
+    .unwrap();
+}
+
+/// An installation with one helm deploy item (`helmDeployment: false`) for `chart`.
+fn installation(name: &str, chart: &str, greeting: &str) -> String {
+    format!(
+        r#"apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Installation
+metadata:
+  name: {name}
+  namespace: e2e
+  annotations:
+    landscaper.gardener.cloud/operation: reconcile
+spec:
+  imports:
+    targets:
+      - name: cluster
+        target: cluster
+  blueprint:
+    inline:
+      filesystem:
+        blueprint.yaml: |
+          apiVersion: landscaper.gardener.cloud/v1alpha1
+          kind: Blueprint
+          jsonSchema: "https://json-schema.org/draft/2019-09/schema"
+          imports:
+            - name: cluster
+              type: target
+              targetType: landscaper.gardener.cloud/kubernetes-cluster
+          deployExecutions:
+            - name: default
+              type: GoTemplate
+              template: |
+                deployItems:
+                  - name: item
+                    type: landscaper.gardener.cloud/helm
+                    target:
+                      import: cluster
+                    config:
+                      apiVersion: helm.deployer.landscaper.gardener.cloud/v1alpha1
+                      kind: ProviderConfiguration
+                      name: {name}
+                      namespace: apps-{name}
+                      createNamespace: true
+                      helmDeployment: false
+                      chart: {chart}
+                      values:
+                        greeting: {greeting}
+"#
+    )
+}
+
+fn items(daemon: &Daemon) -> Vec<Value> {
+    daemon
+        .get_json(DI_PATH)
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+/// The deploy item of installation `inst`.
+fn item_of(daemon: &Daemon, inst: &str) -> Option<Value> {
+    items(daemon).into_iter().find(|d| {
+        d["metadata"]["labels"]["landscaper.gardener.cloud/installation-name"].as_str()
+            == Some(inst)
+            || d["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|o| {
+                    o.iter()
+                        .any(|r| r["name"].as_str().is_some_and(|n| n.starts_with(inst)))
+                })
+    })
+}
+
+/// Waits until the ConfigMap `<inst>-cm` in `apps-<inst>` has `greeting`; returns it.
+fn config_map_with(cluster: &Cluster, daemon: &Daemon, inst: &str, greeting: &str) -> Value {
+    let namespace = format!("apps-{inst}");
+    let name = format!("{inst}-cm");
+    eventually(
+        Duration::from_secs(60),
+        &format!("ConfigMap {namespace}/{name} with greeting {greeting}"),
+        || {
+            let cm = cluster.core(&namespace, "configmaps", &name);
+            if cm.is_none()
+                && let Some(di) = item_of(daemon, inst)
+            {
+                eprintln!("{inst}: {}", di["status"]);
+            }
+            cm.filter(|cm| cm["data"]["greeting"] == greeting)
+        },
+    )
+}
+
+fn chart_archive(chart_dir: &Path) -> Option<String> {
+    let parent = chart_dir.parent()?;
+    let out = parent.join("demo-0.1.0.tgz");
+    let status = Command::new("tar")
+        .arg("czf")
+        .arg(&out)
+        .arg("-C")
+        .arg(parent)
+        .arg("demo")
+        .status()
+        .ok()?;
+    if !status.success() {
+        return None;
+    }
+    let bytes = std::fs::read(&out).ok()?;
+    Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+#[test]
+fn a_chart_is_deployed_updated_and_deleted_without_helm_releases() {
+    let cluster = Cluster::start("100ms");
+    let daemon = Daemon::start();
+    daemon.write("target.yaml", &target(&cluster));
+    write_chart(&daemon.manifests.join("charts/demo"));
+
+    // (a) from the manifests folder.
+    daemon.write(
+        "local.yaml",
+        &installation("local", "{ref: \"local://charts/demo\"}", "hi"),
+    );
+    let cm = config_map_with(&cluster, &daemon, "local", "hi");
+    assert_eq!(cm["data"]["namespace"], "apps-local", "{cm:#}");
+    assert_eq!(cm["metadata"]["labels"]["chart"], "demo");
+    // `.Capabilities.KubeVersion` comes from the target's API server.
+    let served = cluster.get("/version").expect("/version");
+    assert_eq!(cm["data"]["kube"], served["gitVersion"], "{served}");
+    let di = eventually(Duration::from_secs(30), "the helm item to succeed", || {
+        item_of(&daemon, "local").filter(|d| d["status"]["phase"] == "Succeeded")
+    });
+    let item_name = di["metadata"]["name"].as_str().unwrap().to_string();
+    assert_eq!(cm["metadata"]["labels"][HELM_LABEL], item_name.as_str());
+    let status = &di["status"]["providerStatus"];
+    assert_eq!(
+        status["apiVersion"],
+        "helm.deployer.landscaper.gardener.cloud/v1alpha1"
+    );
+    let managed: Vec<(String, String)> = status["managedResources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["resource"]["kind"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                m["policy"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        managed.contains(&("Namespace".into(), "keep".into()))
+            && managed.contains(&("ConfigMap".into(), "manage".into()))
+            && managed.contains(&("CustomResourceDefinition".into(), "manage".into())),
+        "{managed:?}"
+    );
+    assert!(cluster.get("/api/v1/namespaces/apps-local").is_some());
+    assert!(
+        cluster
+            .get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.demo.example.com")
+            .is_some(),
+        "the chart's CRD is applied"
+    );
+
+    // Changed values reach the cluster.
+    daemon.write(
+        "local.yaml",
+        &installation("local", "{ref: \"local://charts/demo\"}", "hi-again"),
+    );
+    config_map_with(&cluster, &daemon, "local", "hi-again");
+
+    // (b) from chart.archive.raw.
+    match chart_archive(&daemon.manifests.join("charts/demo")) {
+        Some(raw) => {
+            daemon.write(
+                "raw.yaml",
+                &installation(
+                    "raw",
+                    &format!("{{archive: {{raw: \"{raw}\"}}}}"),
+                    "from-raw",
+                ),
+            );
+            config_map_with(&cluster, &daemon, "raw", "from-raw");
+            std::fs::remove_file(daemon.manifests.join("raw.yaml")).unwrap();
+        }
+        None => eprintln!("SKIP archive.raw case: tar not available"),
+    }
+
+    // Deleting the installation removes what the item applied; the namespace (keep) stays.
+    std::fs::remove_file(daemon.manifests.join("local.yaml")).unwrap();
+    eventually(
+        Duration::from_secs(60),
+        "the ConfigMap to be deleted",
+        || {
+            cluster
+                .core("apps-local", "configmaps", "local-cm")
+                .is_none()
+                .then_some(())
+        },
+    );
+    eventually(
+        Duration::from_secs(60),
+        "the raw ConfigMap to be deleted",
+        || {
+            cluster
+                .core("apps-raw", "configmaps", "raw-cm")
+                .is_none()
+                .then_some(())
+        },
+    );
+    eventually(
+        Duration::from_secs(60),
+        "the deploy items to be gone",
+        || items(&daemon).is_empty().then_some(()),
+    );
+    assert!(cluster.get("/api/v1/namespaces/apps-local").is_some());
+    let logs = daemon.logs();
+    assert!(!logs.contains("panicked"), "{logs}");
+    assert!(
+        !logs.contains("charts/demo/"),
+        "the chart folder is not read as manifests: {logs}"
+    );
+}
+
+#[test]
+fn helm_release_mode_fails_with_a_clear_error() {
+    let cluster = Cluster::start("100ms");
+    let daemon = Daemon::start();
+    daemon.write("target.yaml", &target(&cluster));
+    write_chart(&daemon.manifests.join("charts/demo"));
+    let text = installation("rel", "{ref: \"local://charts/demo\"}", "x")
+        .replace("helmDeployment: false", "helmDeployment: true");
+    daemon.write("rel.yaml", &text);
+    let di = eventually(Duration::from_secs(30), "the helm item to fail", || {
+        item_of(&daemon, "rel").filter(|d| d["status"]["phase"] == "Failed")
+    });
+    let message = di["status"]["lastError"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(
+        message,
+        "helm releases (helmDeployment: true) are not supported yet; set helmDeployment: false"
+    );
+    assert!(cluster.core("apps-rel", "configmaps", "rel-cm").is_none());
+}
+
+const DOCKER_REGISTRY: &str = "/usr/bin/docker-registry";
+
+/// A `docker-registry` on loopback (plain HTTP); killed on drop.
+struct Registry {
+    child: Child,
+    port: u16,
+}
+
+impl Registry {
+    fn start(dir: &Path) -> Registry {
+        let port = landscaper_e2e::free_port();
+        let config = dir.join("registry.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
+                dir.join("storage").display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(DOCKER_REGISTRY)
+            .arg("serve")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("docker-registry starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "docker-registry did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Registry { child, port }
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn curl(args: &[&str]) -> String {
+    let out = Command::new("curl")
+        .args(["-sS", "--fail-with-body", "-D", "-"])
+        .args(args)
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "curl {args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// Uploads `data` as a blob of `repo` (monolithic upload); returns its digest.
+fn push_blob(base: &str, repo: &str, data: &[u8], work: &Path) -> String {
+    let hex: String = Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let digest = format!("sha256:{hex}");
+    let headers = curl(&["-X", "POST", &format!("{base}/v2/{repo}/blobs/uploads/")]);
+    let location = headers
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("location")
+                .then(|| v.trim().to_string())
+        })
+        .expect("upload location");
+    let location = if location.starts_with("http") {
+        location
+    } else {
+        format!("{base}{location}")
+    };
+    let sep = if location.contains('?') { '&' } else { '?' };
+    let file = work.join("blob");
+    std::fs::write(&file, data).unwrap();
+    curl(&[
+        "-X",
+        "PUT",
+        "-H",
+        "Content-Type: application/octet-stream",
+        "--data-binary",
+        &format!("@{}", file.display()),
+        &format!("{location}{sep}digest={digest}"),
+    ]);
+    digest
+}
+
+/// Pushes a chart `.tgz` as Helm does (`helm push`: Helm's config and layer media types).
+fn push_chart(port: u16, tgz: &[u8], work: &Path) {
+    let base = format!("http://127.0.0.1:{port}");
+    let config = br#"{"name":"demo","version":"0.1.0","apiVersion":"v2"}"#;
+    let config_digest = push_blob(&base, "charts/demo", config, work);
+    let layer_digest = push_blob(&base, "charts/demo", tgz, work);
+    let manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.cncf.helm.config.v1+json",
+            "digest": config_digest, "size": config.len()},
+        "layers": [{"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
+            "digest": layer_digest, "size": tgz.len()}],
+    });
+    let file = work.join("manifest.json");
+    std::fs::write(&file, manifest.to_string()).unwrap();
+    curl(&[
+        "-X",
+        "PUT",
+        "-H",
+        "Content-Type: application/vnd.oci.image.manifest.v1+json",
+        "--data-binary",
+        &format!("@{}", file.display()),
+        &format!("{base}/v2/charts/demo/manifests/0.1.0"),
+    ]);
+}
+
+#[test]
+fn a_chart_from_an_oci_registry_is_deployed_and_served_from_the_cache_when_it_is_gone() {
+    if !Path::new(DOCKER_REGISTRY).is_file() {
+        println!("SKIP: {DOCKER_REGISTRY} not found (apt-get install docker-registry)");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let chart_dir = work.path().join("demo");
+    write_chart(&chart_dir);
+    let Some(raw) = chart_archive(&chart_dir) else {
+        println!("SKIP: tar not available");
+        return;
+    };
+    let tgz = base64::engine::general_purpose::STANDARD
+        .decode(raw)
+        .unwrap();
+    let registry = Registry::start(work.path());
+    push_chart(registry.port, &tgz, work.path());
+
+    let cluster = Cluster::start("100ms");
+    let daemon = Daemon::start();
+    daemon.write("target.yaml", &target(&cluster));
+    let chart = format!("{{ref: \"127.0.0.1:{}/charts/demo:0.1.0\"}}", registry.port);
+    daemon.write("oci.yaml", &installation("oci", &chart, "from-oci"));
+    config_map_with(&cluster, &daemon, "oci", "from-oci");
+
+    // The registry goes away: the chart comes from the cache for the next values.
+    drop(registry);
+    daemon.write("oci.yaml", &installation("oci", &chart, "cached"));
+    config_map_with(&cluster, &daemon, "oci", "cached");
+}

@@ -3,18 +3,20 @@
 //! template executed with its chart's `.Values`, `.Chart`, `.Files`, `.Subcharts`,
 //! `.Release`, `.Capabilities` and `.Template`, `<no value>` removed from the output.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use landscaper_templating::RenderBudget;
 use landscaper_templating::gotemplate::funcs::helm::{HELM_ERR_END, HELM_ERR_START};
 use landscaper_templating::gotemplate::methods::KUBE_VERSION_TYPE;
 use landscaper_templating::gotemplate::value::{Elem, MapRef, new_map};
+use landscaper_templating::gotemplate::function::{Arity, FuncError, GoType};
 use landscaper_templating::gotemplate::{
     EmptyFiles, ErrorKind, FuncMap, Limits, Template, TemplateError, Value,
 };
 
-use crate::ChartError;
+use crate::{ChartError, Lookup};
 use crate::chart::{Chart, Metadata};
 use crate::values::{new_table, table};
 
@@ -140,6 +142,64 @@ pub const DEFAULT_API_VERSIONS: &[&str] = &[
     "apiextensions.k8s.io/v1beta1",
 ];
 
+/// `action.GetVersionSet`: every served group version (`apps/v1`) and every kind of a group
+/// version's resources (`apps/v1/Deployment`, subresource kinds included, each once), from
+/// discovery given as (group version, kinds of its resources). Discovery that found nothing
+/// gives Helm's default set. Sorted (Helm's order is a Go map's).
+pub fn version_set(discovery: &[(String, Vec<String>)]) -> Vec<String> {
+    if discovery.is_empty() {
+        return DEFAULT_API_VERSIONS.iter().map(|s| s.to_string()).collect();
+    }
+    let mut set = BTreeSet::new();
+    for (group_version, kinds) in discovery {
+        set.insert(group_version.clone());
+        for kind in kinds {
+            // Go's path.Join: an empty kind adds nothing.
+            if kind.is_empty() {
+                continue;
+            }
+            set.insert(format!("{group_version}/{kind}"));
+        }
+    }
+    set.into_iter().collect()
+}
+
+/// An object as client-go's unstructured JSON decoding gives it to templates: integers are
+/// `int64`, other numbers `float64`.
+pub fn unstructured_value(json: &serde_json::Value) -> Value {
+    match json {
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::Int64(i),
+            None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        serde_json::Value::Array(items) => {
+            Value::list(items.iter().map(unstructured_value).collect())
+        }
+        serde_json::Value::Object(map) => Value::map(
+            map.iter()
+                .map(|(k, v)| (k.clone(), unstructured_value(v)))
+                .collect(),
+        ),
+        other => Value::from_json(other),
+    }
+}
+
+/// Helm's `lookup` on a cluster: the object, a list object, or an empty map when not found.
+fn insert_lookup(funcs: &mut FuncMap, lookup: Arc<dyn Lookup>) {
+    funcs.insert("lookup", Arity::Exact(4), move |_, a| {
+        let text = landscaper_templating::gotemplate::funcs::args::string;
+        let (api_version, kind, namespace, name) =
+            (text(&a[0])?, text(&a[1])?, text(&a[2])?, text(&a[3])?);
+        match lookup.lookup(&api_version, &kind, &namespace, &name) {
+            Ok(Some(object)) => Ok(unstructured_value(&serde_json::Value::Object(object))),
+            Ok(None) => Ok(Value::empty_map()),
+            Err(e) => Err(FuncError::new(e)),
+        }
+    });
+    const PARAMS: &[GoType] = &[GoType::String, GoType::String, GoType::String, GoType::String];
+    funcs.set_params("lookup", PARAMS);
+}
+
 /// The release a chart is rendered for.
 #[derive(Debug, Clone)]
 pub struct ReleaseOptions {
@@ -167,6 +227,15 @@ impl Capabilities {
         Capabilities {
             kube_version,
             api_versions,
+        }
+    }
+
+    /// The capabilities of a cluster (`action.Configuration.getCapabilities`): its version and
+    /// [`version_set`] of its discovery.
+    pub fn discovered(kube_version: KubeVersion, discovery: &[(String, Vec<String>)]) -> Self {
+        Capabilities {
+            kube_version,
+            api_versions: version_set(discovery),
         }
     }
 
@@ -418,15 +487,20 @@ pub fn chart_limits() -> Limits {
 }
 
 /// `Engine.Render`: rendered text by template path (`CHART/templates/x.yaml`), partials left
-/// out. `top` holds `Values`, `Release` and `Capabilities`.
+/// out. `top` holds `Values`, `Release` and `Capabilities`; `lookup`, when given, answers
+/// `lookup` (else it is an empty map, as offline).
 pub fn render(
     c: &Chart,
     top: &MapRef,
     limits: &Limits,
+    lookup: Option<&Arc<dyn Lookup>>,
 ) -> Result<BTreeMap<String, String>, ChartError> {
     let mut tpls = BTreeMap::new();
     all_templates(c, c.name(), true, top, &mut tpls);
-    let funcs: FuncMap = landscaper_templating::gotemplate::funcs::helm_template_funcs();
+    let mut funcs: FuncMap = landscaper_templating::gotemplate::funcs::helm_template_funcs();
+    if let Some(lookup) = lookup {
+        insert_lookup(&mut funcs, lookup.clone());
+    }
     let mut set =
         Template::parse("gotpl", "", &funcs).map_err(|e| ChartError::Render(e.message))?;
     let mut keys: Vec<String> = tpls.keys().cloned().collect();
@@ -496,5 +570,49 @@ mod tests {
             v,
             ["a/charts/b/templates/y", "a/templates/z", "a/templates/x"]
         );
+    }
+
+    #[test]
+    fn version_sets_hold_group_versions_and_kinds_once() {
+        let discovery = vec![
+            (
+                "v1".to_string(),
+                vec!["Pod".to_string(), "Pod".to_string(), "Eviction".to_string()],
+            ),
+            (
+                "apps/v1".to_string(),
+                vec!["Deployment".to_string(), "Scale".to_string()],
+            ),
+            // A group version whose resources could not be read still counts.
+            ("metrics.k8s.io/v1beta1".to_string(), Vec::new()),
+        ];
+        assert_eq!(
+            version_set(&discovery),
+            [
+                "apps/v1",
+                "apps/v1/Deployment",
+                "apps/v1/Scale",
+                "metrics.k8s.io/v1beta1",
+                "v1",
+                "v1/Eviction",
+                "v1/Pod",
+            ]
+        );
+        // Nothing discovered: Helm's default set (group versions only).
+        let defaults = version_set(&[]);
+        assert!(defaults.iter().any(|v| v == "apps/v1"));
+        assert!(!defaults.iter().any(|v| v == "apps/v1/Deployment"));
+        let caps = Capabilities::discovered(KubeVersion::default(), &discovery);
+        assert_eq!(caps.api_versions.len(), 7);
+    }
+
+    #[test]
+    fn unstructured_numbers_are_int64_or_float64() {
+        let v = unstructured_value(&serde_json::json!({"a": 3, "b": 1.5, "c": [1], "d": "x"}));
+        let Value::Map(m) = v else { panic!("map") };
+        let m = m.borrow();
+        assert!(matches!(m.get("a"), Some(Value::Int64(3))));
+        assert!(matches!(m.get("b"), Some(Value::Float(f)) if *f == 1.5));
+        assert!(matches!(m.get("c"), Some(Value::List(l)) if matches!(l.items.first(), Some(Value::Int64(1)))));
     }
 }

@@ -16,12 +16,13 @@ pub mod strvals;
 pub mod values;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use landscaper_templating::gotemplate::Value;
 use landscaper_templating::gotemplate::value::MapRef;
 
 pub use chart::{Chart, load, load_archive, load_dir};
-pub use engine::{Capabilities, KubeVersion, ReleaseOptions};
+pub use engine::{Capabilities, KubeVersion, ReleaseOptions, version_set};
 pub use semver::is_compatible_range;
 pub use sort::Manifest;
 
@@ -57,6 +58,27 @@ impl ChartError {
     }
 }
 
+/// Helm's `lookup apiVersion kind namespace name` against a cluster. Rendering is synchronous:
+/// an implementation blocks until the cluster answered (and bounds how long and how often).
+pub trait Lookup: Send + Sync {
+    /// The object as a map (`name` set), a list object with `items` (`name` empty), or `None`
+    /// when there is no such object or kind (Helm then returns an empty map). Any other
+    /// failure is an error: the render fails with `error calling lookup: <message>`.
+    fn lookup(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<serde_json::Map<String, serde_json::Value>>, String>;
+}
+
+impl std::fmt::Debug for dyn Lookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Lookup")
+    }
+}
+
 /// Options of `helm template`.
 #[derive(Debug, Clone)]
 pub struct TemplateOptions {
@@ -65,6 +87,9 @@ pub struct TemplateOptions {
     pub include_crds: bool,
     pub skip_tests: bool,
     pub show_only: Vec<String>,
+    /// `lookup` against a cluster; `None` renders offline (`lookup` is an empty map, as with
+    /// `helm template`).
+    pub lookup: Option<Arc<dyn Lookup>>,
 }
 
 /// A rendered release: CRDs (from `crds/` folders), manifests and hooks in install order.
@@ -318,7 +343,7 @@ pub fn render_limited(
         );
         t.insert("Capabilities".into(), opts.capabilities.to_value());
     }
-    let mut files = engine::render(&chart, &top, limits)?;
+    let mut files = engine::render(&chart, &top, limits, opts.lookup.as_ref())?;
     files.retain(|k, _| !k.ends_with("NOTES.txt"));
     let (hooks, manifests) = sort::sort_manifests(&files)?;
     let crds = if opts.include_crds {

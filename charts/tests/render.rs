@@ -30,6 +30,7 @@ fn opts() -> TemplateOptions {
         include_crds: false,
         skip_tests: false,
         show_only: Vec::new(),
+        lookup: None,
     }
 }
 
@@ -382,4 +383,68 @@ fn recursion_and_loops_are_bounded() {
     );
     let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
     assert!(err.contains("budget"), "{err}");
+}
+
+/// A cluster of one ConfigMap for `lookup`; anything in group `broken` fails.
+struct OneConfigMap;
+
+impl landscaper_charts::Lookup for OneConfigMap {
+    fn lookup(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<serde_json::Map<String, serde_json::Value>>, String> {
+        if api_version.starts_with("broken") {
+            return Err("the server is on fire".into());
+        }
+        let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cfg", "namespace": "ns"}, "data": {"k": "v"}, "n": 3});
+        let found = match (api_version, kind, namespace, name) {
+            ("v1", "ConfigMap", "ns", "cfg") => cm,
+            ("v1", "ConfigMap", _, "") => serde_json::json!({"apiVersion": "v1",
+                "kind": "ConfigMapList", "metadata": {}, "items": [cm]}),
+            _ => return Ok(None),
+        };
+        Ok(found.as_object().cloned())
+    }
+}
+
+#[test]
+fn lookup_asks_the_cluster_when_one_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: look\nversion: 0.1.0\n"),
+            (
+                "templates/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: out\ndata:\n  found: \"{{ with (lookup \"v1\" \"ConfigMap\" \"ns\" \"cfg\") }}{{ .data.k }}{{ end }}\"\n  n: \"{{ with (lookup \"v1\" \"ConfigMap\" \"ns\" \"cfg\") }}{{ printf \"%T\" .n }}{{ end }}\"\n  missing: {{ lookup \"v1\" \"ConfigMap\" \"ns\" \"nope\" | len | quote }}\n  items: \"{{ with (lookup \"v1\" \"ConfigMap\" \"\" \"\") }}{{ len .items }}{{ else }}0{{ end }}\"\n",
+            ),
+        ],
+    );
+    let mut o = opts();
+    let offline = render_dir(dir.path(), &ValueOptions::default(), &o).unwrap();
+    assert!(offline.contains("found: \"\""), "{offline}");
+    assert!(offline.contains("items: \"0\""), "{offline}");
+    o.lookup = Some(std::sync::Arc::new(OneConfigMap));
+    let online = render_dir(dir.path(), &ValueOptions::default(), &o).unwrap();
+    assert!(online.contains("found: \"v\""), "{online}");
+    assert!(online.contains("n: \"int64\""), "{online}");
+    assert!(online.contains("missing: \"0\""), "{online}");
+    assert!(online.contains("items: \"1\""), "{online}");
+
+    write(
+        dir.path(),
+        &[(
+            "templates/cm.yaml",
+            "x: {{ lookup \"broken/v1\" \"Thing\" \"\" \"a\" }}\n",
+        )],
+    );
+    let err = render_dir(dir.path(), &ValueOptions::default(), &o).unwrap_err();
+    assert!(
+        err.contains("error calling lookup: the server is on fire"),
+        "{err}"
+    );
 }

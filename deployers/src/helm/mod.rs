@@ -6,17 +6,19 @@
 //! configuration problem that names the missing mode.
 //!
 //! ```text
-//! parse config ─► fetch chart (cache) ─► render (values, .Release, .Capabilities) ─►
+//! parse config ─► fetch chart (cache) ─► discovery (.Capabilities) ─► render (values,
+//!   .Release, lookup on the target) ─►
 //!   manifests (CRDs first, + Namespace `keep` with createNamespace) ─► applier::reconcile
 //!   ─► value exports (jsonPath over the render values) merged with resource exports
 //! ```
 
 pub mod config;
+pub mod lookup;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use landscaper_charts::{Capabilities, ReleaseOptions, TemplateOptions};
+use landscaper_charts::{Capabilities, Lookup, ReleaseOptions, TemplateOptions};
 use landscaper_model::DeployItem;
 pub use landscaper_sources::SecretData;
 use landscaper_sources::{ChartContent, ChartSources, FetchContext, FetchedChart, SourceError};
@@ -255,11 +257,13 @@ fn chart_metadata_json(metadata: &landscaper_charts::chart::Metadata) -> Value {
 }
 
 /// Loads and renders a chart as Landscaper's manifest-only mode does (install, revision 0,
-/// CRDs included, hooks applied like manifests). Runs on a thread with a large stack.
+/// CRDs included, hooks applied like manifests), `lookup` answered by `lookup` (empty without).
+/// Runs on a thread with a large stack.
 pub fn render_chart(
     content: &ChartContent,
     config: &ProviderConfiguration,
     capabilities: Capabilities,
+    lookup: Option<Arc<dyn Lookup>>,
 ) -> Result<RenderedChart, String> {
     let chart = match content {
         ChartContent::Archive(bytes) => landscaper_charts::load_archive(bytes),
@@ -314,6 +318,7 @@ pub fn render_chart(
         include_crds: true,
         skip_tests: false,
         show_only: Vec::new(),
+        lookup,
     };
     let rendered =
         landscaper_charts::render(chart, &user_values, &opts).map_err(|e| e.to_string())?;
@@ -442,8 +447,9 @@ impl HelmDeployer {
             return Err(helm_release_unsupported());
         }
         let fetched = self.fetch(&request, &config).await?;
-        // `.Capabilities.KubeVersion` from the target's API server when it answers (as Helm
-        // sets it: `Version` is the server's gitVersion); Helm's defaults otherwise.
+        // `.Capabilities` from the target's API server as Helm's install sees them (`Version`
+        // is the server's gitVersion; APIVersions from discovery); Helm's defaults for what
+        // the server does not tell.
         let client = self.clients.client(request.target).await?;
         let kube_version = client
             .server_version()
@@ -457,16 +463,25 @@ impl HelmDeployer {
                     })
             })
             .unwrap_or_default();
+        let discovery = client.served_resources().await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "discovery failed; rendering with Helm's default API versions");
+            Vec::new()
+        });
+        let capabilities = Capabilities::discovered(kube_version, &discovery);
+        let cluster_lookup = Arc::new(lookup::ClusterLookup::new(
+            client.clone(),
+            tokio::runtime::Handle::current(),
+            &discovery,
+        ));
         let name = chart_name(&config.chart);
         let rendered = {
             let config = config.clone();
             let content = fetched.content.clone();
+            let chart_lookup: Arc<dyn Lookup> = cluster_lookup.clone();
             let handle = std::thread::Builder::new()
                 .name("render-helm".into())
                 .stack_size(64 << 20)
-                .spawn(move || {
-                    render_chart(&content, &config, Capabilities::offline(kube_version, &[]))
-                })
+                .spawn(move || render_chart(&content, &config, capabilities, Some(chart_lookup)))
                 .map_err(|e| {
                     DeployerError::new(TEMPLATE_OPERATION, "RenderHelmValues", e.to_string())
                 })?;
@@ -480,11 +495,18 @@ impl HelmDeployer {
             rx.await
                 .unwrap_or_else(|_| Err("the renderer stopped".to_string()))
                 .map_err(|e| {
-                    DeployerError::configuration_problem(
-                        TEMPLATE_OPERATION,
-                        "RenderHelmValues",
-                        format!("chart {name}: {e}"),
-                    )
+                    let message = format!("chart {name}: {e}");
+                    if cluster_lookup.failed_transiently() {
+                        // The cluster did not answer a lookup: retried, unlike Landscaper,
+                        // which fails every render error for good.
+                        DeployerError::new(TEMPLATE_OPERATION, "RenderHelmValues", message)
+                    } else {
+                        DeployerError::configuration_problem(
+                            TEMPLATE_OPERATION,
+                            "RenderHelmValues",
+                            message,
+                        )
+                    }
                 })?
         };
         let all_exports = config.all_exports();

@@ -155,6 +155,58 @@ impl ClusterClient for KubeClusterClient {
         })
     }
 
+    fn served_resources(&self) -> BoxFuture<'_, ClusterResult<Vec<(String, Vec<String>)>>> {
+        Box::pin(async move {
+            let mut group_versions = self
+                .client
+                .list_core_api_versions()
+                .await
+                .map_err(map_error)?
+                .versions;
+            for group in self
+                .client
+                .list_api_groups()
+                .await
+                .map_err(map_error)?
+                .groups
+            {
+                group_versions.extend(group.versions.into_iter().map(|v| v.group_version));
+            }
+            let mut tasks = tokio::task::JoinSet::new();
+            for (index, group_version) in group_versions.iter().enumerate() {
+                let client = self.client.clone();
+                let group_version = group_version.clone();
+                tasks.spawn(async move {
+                    let listed = if group_version.contains('/') {
+                        client.list_api_group_resources(&group_version).await
+                    } else {
+                        client.list_core_api_resources(&group_version).await
+                    };
+                    let kinds = match listed {
+                        Ok(list) => list.resources.into_iter().map(|r| r.kind).collect(),
+                        Err(e) => {
+                            tracing::debug!(%group_version, error = %e, "discovery of a group version failed");
+                            Vec::new()
+                        }
+                    };
+                    (index, kinds)
+                });
+            }
+            let mut served: Vec<(String, Vec<String>)> = group_versions
+                .into_iter()
+                .map(|gv| (gv, Vec::new()))
+                .collect();
+            while let Some(joined) = tasks.join_next().await {
+                if let Ok((index, kinds)) = joined
+                    && let Some(entry) = served.get_mut(index)
+                {
+                    entry.1 = kinds;
+                }
+            }
+            Ok(served)
+        })
+    }
+
     fn resolve<'a>(
         &'a self,
         api_version: &'a str,

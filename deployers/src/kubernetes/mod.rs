@@ -158,6 +158,15 @@ pub trait ClusterClient: Send + Sync {
         Box::pin(async { None })
     }
 
+    /// Discovery of everything the API server serves (client-go's `ServerGroupsAndResources`):
+    /// each group version (core `v1` included) with the kinds of its resources, subresources
+    /// included. A group version whose resources cannot be read is listed without kinds (as
+    /// Helm tolerates `ErrGroupDiscoveryFailed`). Empty when the client cannot tell (Helm then
+    /// uses its default set).
+    fn served_resources(&self) -> BoxFuture<'_, ClusterResult<Vec<(String, Vec<String>)>>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
     /// The object, `None` when it does not exist.
     fn get<'a>(&'a self, object: &'a ObjectRef) -> BoxFuture<'a, ClusterResult<Option<Value>>>;
 

@@ -118,6 +118,14 @@ impl Cluster {
         ))
     }
 
+    /// POSTs an object to a collection path (e.g. `/api/v1/namespaces/x/configmaps`); the
+    /// object as created.
+    pub fn create(&self, collection: &str, object: &Value) -> Value {
+        self.client()
+            .post_json(collection, object)
+            .unwrap_or_else(|e| panic!("creating at {collection}: {e}"))
+    }
+
     /// Creates a namespace (an existing one is fine).
     pub fn create_namespace(&self, name: &str) {
         let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});

@@ -470,3 +470,79 @@ fn a_chart_from_an_oci_registry_is_deployed_and_served_from_the_cache_when_it_is
     daemon.write("oci.yaml", &installation("oci", &chart, "cached"));
     config_map_with(&cluster, &daemon, "oci", "cached");
 }
+
+/// A chart that asks the cluster: `.Capabilities.APIVersions` (discovery) and `lookup` of a
+/// ConfigMap the test created before, of one that does not exist, and of the list in its
+/// namespace.
+fn write_probe_chart(dir: &Path) {
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: probe\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("templates/cm.yaml"),
+        r#"{{- $src := lookup "v1" "ConfigMap" "pre" "source" -}}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-cm
+data:
+  greeting: {{ .Values.greeting | quote }}
+  deployment: {{ .Capabilities.APIVersions.Has "apps/v1/Deployment" | quote }}
+  apps: {{ .Capabilities.APIVersions.Has "apps/v1" | quote }}
+  gadget: {{ .Capabilities.APIVersions.Has "apps/v1/Gadget" | quote }}
+  fromLookup: {{ dig "data" "secretValue" "none" $src | quote }}
+  lookedUpUid: {{ dig "metadata" "uid" "" $src | quote }}
+  missing: {{ lookup "v1" "ConfigMap" "pre" "absent" | len | quote }}
+  listed: {{ with lookup "v1" "ConfigMap" "pre" "" }}{{ len .items | quote }}{{ end }}
+"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn capabilities_and_lookup_come_from_the_target() {
+    let cluster = Cluster::start("100ms");
+    cluster.create_namespace("pre");
+    let source = cluster.create(
+        "/api/v1/namespaces/pre/configmaps",
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "source", "namespace": "pre"},
+            "data": {"secretValue": "from-the-cluster"}}),
+    );
+    let daemon = Daemon::start();
+    daemon.write("target.yaml", &target(&cluster));
+    write_probe_chart(&daemon.manifests.join("charts/probe"));
+    daemon.write(
+        "probe.yaml",
+        &installation("probe", "{ref: \"local://charts/probe\"}", "hi"),
+    );
+    let cm = config_map_with(&cluster, &daemon, "probe", "hi");
+    let data = &cm["data"];
+    assert_eq!(data["deployment"], "true", "{cm:#}");
+    assert_eq!(data["apps"], "true", "{cm:#}");
+    assert_eq!(data["gadget"], "false", "{cm:#}");
+    assert_eq!(data["fromLookup"], "from-the-cluster", "{cm:#}");
+    assert_eq!(data["lookedUpUid"], source["metadata"]["uid"], "{cm:#}");
+    assert_eq!(data["missing"], "0", "{cm:#}");
+    assert_eq!(data["listed"], "1", "{cm:#}");
+
+    // Offline (`render chart`), lookup is empty and only Helm's default group versions are
+    // known, as with `helm template`.
+    let out = daemon.cli(&[
+        "render",
+        "chart",
+        daemon.manifests.join("charts/probe").to_str().unwrap(),
+        "--release",
+        "probe",
+        "--namespace",
+        "apps-probe",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("deployment: \"false\""), "{stdout}");
+    assert!(stdout.contains("apps: \"true\""), "{stdout}");
+    assert!(stdout.contains("fromLookup: \"none\""), "{stdout}");
+}

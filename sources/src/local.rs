@@ -57,8 +57,14 @@ pub fn resolve(manifests_dir: &Path, rel: &str, max_bytes: u64) -> Result<LocalC
         )
     })?;
     let joined = root.join(rel_path);
-    let path = fs::canonicalize(&joined)
-        .map_err(|e| local_err(&what, format!("{}: {e}", joined.display())))?;
+    let path = fs::canonicalize(&joined).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            // Retried: the chart may still be copied into the folder.
+            local_err(&what, format!("no chart {rel} in the manifests folder"))
+        } else {
+            local_err(&what, format!("{}: {e}", joined.display()))
+        }
+    })?;
     if !path.starts_with(&root) {
         return Err(local_err(&what, "resolves outside the manifests folder"));
     }

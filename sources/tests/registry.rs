@@ -8,16 +8,17 @@
 //! and `helm` (`$HELM`, the workspace's `bin/helm` from scripts/test.sh, or `PATH`). Without
 //! them the tests print a SKIP line and pass.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use landscaper_sources::{
     ChartCache, ChartContent, ChartSources, ChartSpec, FetchContext, FetchedChart, SourceError,
-    SourcesConfig, http::HyperTransport,
+    SourcesConfig,
+    http::HyperTransport,
+    testing::{DockerRegistry, FileServer},
 };
 
 fn helm() -> Option<PathBuf> {
@@ -35,67 +36,9 @@ fn helm() -> Option<PathBuf> {
     })
 }
 
-const DOCKER_REGISTRY: &str = "/usr/bin/docker-registry";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// A `docker-registry` process; killed on drop.
-struct Registry {
-    child: Child,
-    port: u16,
-}
-
-impl Registry {
-    fn start(storage: &Path, config_dir: &Path) -> Registry {
-        Self::start_with(storage, config_dir, "")
-    }
-
-    /// `extra`: more top-level configuration (e.g. `auth:`).
-    fn start_with(storage: &Path, config_dir: &Path, extra: &str) -> Registry {
-        let port = free_port();
-        let config = config_dir.join(format!("registry-{port}.yml"));
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n{extra}",
-                storage.display()
-            ),
-        )
-        .expect("registry config");
-        let child = Command::new(DOCKER_REGISTRY)
-            .arg("serve")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("docker-registry starts");
-        let registry = Registry { child, port };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "docker-registry did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        registry
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        self.stop();
-    }
+/// The shared docker-registry helper, started with `extra` configuration.
+fn start_registry(storage: &Path, config_dir: &Path, extra: &str) -> DockerRegistry {
+    DockerRegistry::start(storage, config_dir, extra).expect("docker-registry starts")
 }
 
 fn run(helm: &Path, home: &Path, args: &[&str]) -> String {
@@ -182,15 +125,18 @@ fn tools() -> Option<PathBuf> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oci_registry_push_pull_cache() {
     let Some(helm) = tools() else { return };
-    if !Path::new(DOCKER_REGISTRY).is_file() {
-        println!("SKIP: {DOCKER_REGISTRY} not found (apt-get install docker-registry)");
+    if !DockerRegistry::available() {
+        println!(
+            "SKIP: {} not found (apt-get install docker-registry)",
+            DockerRegistry::BINARY
+        );
         return;
     }
     let work = tempfile::tempdir().expect("tempdir");
     let storage = work.path().join("storage");
     let tgz_path = package_chart(&helm, work.path(), "app", "0.1.0");
     let tgz = std::fs::read(&tgz_path).expect("packaged chart");
-    let mut registry = Registry::start(&storage, work.path());
+    let mut registry = start_registry(&storage, work.path(), "");
     let port = registry.port;
     let pushed = run(
         &helm,
@@ -281,7 +227,7 @@ async fn oci_registry_push_pull_cache() {
         format!("robot:{}\n", bcrypt::hash("s3cret", 4).expect("bcrypt")),
     )
     .expect("htpasswd");
-    let secured = Registry::start_with(
+    let secured = start_registry(
         &storage,
         work.path(),
         &format!(
@@ -359,7 +305,7 @@ async fn oci_registry_push_pull_cache() {
     let last = tampered.len() - 1;
     tampered[last] ^= 0xff;
     std::fs::write(&blob, &tampered).expect("tamper");
-    let registry2 = Registry::start(&storage, work.path());
+    let registry2 = start_registry(&storage, work.path(), "");
     let err = sources(&work.path().join("cache-c"), 1 << 26)
         .fetch(
             &oci(&format!("127.0.0.1:{}/charts/app:0.1.0", registry2.port)),
@@ -369,41 +315,6 @@ async fn oci_registry_push_pull_cache() {
         .expect_err("tampered blob");
     assert!(matches!(err, SourceError::DigestMismatch { .. }), "{err}");
     assert!(!err.is_retryable());
-}
-
-/// A helm repository over HTTP with basic auth: files of `dir` by name.
-async fn serve_repo(dir: PathBuf, authorization: String) -> (u16, tokio::task::JoinHandle<()>) {
-    use axum::http::{HeaderMap, StatusCode, Uri};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
-        let dir = dir.clone();
-        let authorization = authorization.clone();
-        async move {
-            let sent = headers.get("authorization").and_then(|v| v.to_str().ok());
-            if sent != Some(authorization.as_str()) {
-                return (
-                    StatusCode::UNAUTHORIZED,
-                    [("www-authenticate", "Basic realm=\"repo\"")],
-                    Vec::new(),
-                );
-            }
-            let name = uri.path().trim_start_matches('/');
-            if name.contains('/') || name.contains("..") {
-                return (StatusCode::NOT_FOUND, [("x", "")], Vec::new());
-            }
-            match std::fs::read(dir.join(name)) {
-                Ok(body) => (StatusCode::OK, [("x", "")], body),
-                Err(_) => (StatusCode::NOT_FOUND, [("x", "")], Vec::new()),
-            }
-        }
-    });
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (port, task)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -435,8 +346,8 @@ async fn helm_repository_with_basic_auth() {
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode("chartuser:chartpass")
     );
-    let (port, server) = serve_repo(repo, header.clone()).await;
-    let url = format!("http://127.0.0.1:{port}");
+    let mut server = FileServer::start(repo, Some(header.clone())).expect("repository serves");
+    let url = server.url();
     let chart = |name: &str, version: &str| -> ChartSpec {
         serde_json::from_value(serde_json::json!({"helmChartRepo": {
             "helmChartRepoUrl": url, "helmChartName": name, "helmChartVersion": version,
@@ -484,8 +395,7 @@ async fn helm_repository_with_basic_auth() {
     assert!(err.to_string().contains("broken-0.1.0.tgz"), "{err}");
 
     // The repository goes away: the cache answers for the exact version and for the range.
-    server.abort();
-    let _ = server.await;
+    server.stop();
     let got = sources(&cache, 1 << 26)
         .fetch(&chart("app", "1.2.3"), &ctx)
         .await

@@ -4,12 +4,13 @@
 //! the server, the values are changed, and the installations are deleted.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use base64::Engine as _;
 use landscaper_e2e::cluster::Cluster;
 use landscaper_e2e::{Daemon, eventually};
+use landscaper_sources::testing::{DockerRegistry, FileServer};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -318,49 +319,6 @@ fn helm_release_mode_fails_with_a_clear_error() {
     assert!(cluster.core("apps-rel", "configmaps", "rel-cm").is_none());
 }
 
-const DOCKER_REGISTRY: &str = "/usr/bin/docker-registry";
-
-/// A `docker-registry` on loopback (plain HTTP); killed on drop.
-struct Registry {
-    child: Child,
-    port: u16,
-}
-
-impl Registry {
-    fn start(dir: &Path) -> Registry {
-        let port = landscaper_e2e::free_port();
-        let config = dir.join("registry.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n",
-                dir.join("storage").display()
-            ),
-        )
-        .unwrap();
-        let child = Command::new(DOCKER_REGISTRY)
-            .arg("serve")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("docker-registry starts");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "docker-registry did not listen");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Registry { child, port }
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn curl(args: &[&str]) -> String {
     let out = Command::new("curl")
         .args(["-sS", "--fail-with-body", "-D", "-"])
@@ -441,8 +399,11 @@ fn push_chart(port: u16, tgz: &[u8], work: &Path) {
 
 #[test]
 fn a_chart_from_an_oci_registry_is_deployed_and_served_from_the_cache_when_it_is_gone() {
-    if !Path::new(DOCKER_REGISTRY).is_file() {
-        println!("SKIP: {DOCKER_REGISTRY} not found (apt-get install docker-registry)");
+    if !DockerRegistry::available() {
+        println!(
+            "SKIP: {} not found (apt-get install docker-registry)",
+            DockerRegistry::BINARY
+        );
         return;
     }
     let work = tempfile::tempdir().unwrap();
@@ -455,7 +416,8 @@ fn a_chart_from_an_oci_registry_is_deployed_and_served_from_the_cache_when_it_is
     let tgz = base64::engine::general_purpose::STANDARD
         .decode(raw)
         .unwrap();
-    let registry = Registry::start(work.path());
+    let registry = DockerRegistry::start(&work.path().join("storage"), work.path(), "")
+        .expect("docker-registry starts");
     push_chart(registry.port, &tgz, work.path());
 
     let cluster = Cluster::start("100ms");
@@ -545,4 +507,265 @@ fn capabilities_and_lookup_come_from_the_target() {
     assert!(stdout.contains("deployment: \"false\""), "{stdout}");
     assert!(stdout.contains("apps: \"true\""), "{stdout}");
     assert!(stdout.contains("fromLookup: \"none\""), "{stdout}");
+}
+
+/// `installation` with `spec.context: context`.
+fn installation_in_context(name: &str, context: &str, chart: &str, greeting: &str) -> String {
+    installation(name, chart, greeting).replacen(
+        "\nspec:\n",
+        &format!("\nspec:\n  context: {context}\n"),
+        1,
+    )
+}
+
+/// A Context whose `helmChartRepoCredentials` has one entry for `url`: `auth` is
+/// `authHeader: ...` or `secretRef: {...}`.
+fn repo_context(name: &str, url: &str, auth: &str) -> String {
+    format!(
+        "apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Context
+metadata: {{name: {name}, namespace: e2e}}
+configurations:
+  helmChartRepoCredentials:
+    auths:
+      - url: {url}
+        {auth}
+"
+    )
+}
+
+#[test]
+fn a_chart_from_a_helm_repository_with_basic_auth_is_deployed() {
+    let work = tempfile::tempdir().unwrap();
+    let chart_dir = work.path().join("demo");
+    write_chart(&chart_dir);
+    let Some(raw) = chart_archive(&chart_dir) else {
+        println!("SKIP: tar not available");
+        return;
+    };
+    let repo = work.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(
+        repo.join("demo-0.1.0.tgz"),
+        base64::engine::general_purpose::STANDARD
+            .decode(raw)
+            .unwrap(),
+    )
+    .unwrap();
+    // 0.2.0, fetched only by the item with the Secret (not from the cache).
+    let v2_dir = work.path().join("v2/demo");
+    write_chart(&v2_dir);
+    let chart_yaml = v2_dir.join("Chart.yaml");
+    let text = std::fs::read_to_string(&chart_yaml).unwrap();
+    std::fs::write(&chart_yaml, text.replace("0.1.0", "0.2.0")).unwrap();
+    let raw2 = chart_archive(&v2_dir).expect("tar");
+    std::fs::write(
+        repo.join("demo-0.2.0.tgz"),
+        base64::engine::general_purpose::STANDARD
+            .decode(raw2)
+            .unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("index.yaml"),
+        "apiVersion: v1\nentries:\n  demo:\n  - apiVersion: v2\n    name: demo\n    version: 0.2.0\n    urls:\n    - demo-0.2.0.tgz\n  - apiVersion: v2\n    name: demo\n    version: 0.1.0\n    urls:\n    - demo-0.1.0.tgz\n",
+    )
+    .unwrap();
+    let header = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("chartuser:chartpass")
+    );
+    let mut server = FileServer::start(repo, Some(header.clone())).expect("repository serves");
+    let url = server.url();
+    let chart_of = |version: &str| {
+        format!(
+            "{{helmChartRepo: {{helmChartRepoUrl: \"{url}\", helmChartName: demo, helmChartVersion: {version}}}}}"
+        )
+    };
+    let chart = chart_of("0.1.0");
+
+    let cluster = Cluster::start("100ms");
+    let daemon = Daemon::start();
+    daemon.write("target.yaml", &target(&cluster));
+    // Without credentials the repository refuses: a retried error naming the chart and cause.
+    daemon.write("anon.yaml", &installation("anon", &chart, "never"));
+    let anon = eventually(Duration::from_secs(60), "the anonymous item's error", || {
+        item_of(&daemon, "anon").filter(|d| !d["status"]["lastError"].is_null())
+    });
+    let error = &anon["status"]["lastError"];
+    let message = error["message"].as_str().unwrap_or_default();
+    assert_eq!(error["reason"], "GetHelmChart", "{error}");
+    assert!(
+        message.contains(&format!("chart demo 0.1.0 from {url}: ")) && message.contains("401"),
+        "{error}"
+    );
+    assert!(!has_code(&anon, "ERR_CONFIGURATION_PROBLEM"), "retried: {error}");
+    assert!(cluster.core("apps-anon", "configmaps", "anon-cm").is_none());
+    std::fs::remove_file(daemon.manifests.join("anon.yaml")).unwrap();
+
+    daemon.write(
+        "contexts.yaml",
+        &format!(
+            "{}---\n{}---\napiVersion: v1\nkind: Secret\nmetadata: {{name: repo-auth, namespace: e2e}}\ntype: Opaque\nstringData:\n  header: \"{header}\"\n",
+            repo_context("by-header", &url, &format!("authHeader: \"{header}\"")),
+            repo_context("by-secret", &url, "secretRef: {name: repo-auth, key: header}"),
+        ),
+    );
+    // Credentials from authHeader and from a Secret.
+    daemon.write(
+        "header.yaml",
+        &installation_in_context("header", "by-header", &chart, "via-header"),
+    );
+    daemon.write(
+        "secret.yaml",
+        &installation_in_context("secret", "by-secret", &chart_of("0.2.0"), "via-secret"),
+    );
+    let cm = config_map_with(&cluster, &daemon, "header", "via-header");
+    assert_eq!(cm["metadata"]["labels"]["chart"], "demo");
+    config_map_with(&cluster, &daemon, "secret", "via-secret");
+
+    // The repository goes away: the cached chart serves new values.
+    server.stop();
+    daemon.write(
+        "header.yaml",
+        &installation_in_context("header", "by-header", &chart, "cached"),
+    );
+    config_map_with(&cluster, &daemon, "header", "cached");
+}
+
+/// Writes a chart `charts/NAME` into the manifests folder with `template` as its only
+/// template and `schema` (if any) as values.schema.json.
+fn write_small_chart(manifests: &Path, name: &str, template: &str, schema: Option<&str>) {
+    let dir = manifests.join("charts").join(name);
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("templates/cm.yaml"), template).unwrap();
+    if let Some(schema) = schema {
+        std::fs::write(dir.join("values.schema.json"), schema).unwrap();
+    }
+}
+
+fn has_code(item: &Value, code: &str) -> bool {
+    item["status"]["lastError"]["codes"]
+        .as_array()
+        .is_some_and(|c| c.iter().any(|x| x == code))
+}
+
+#[test]
+fn bad_charts_fail_with_clear_errors_and_disturb_nothing_else() {
+    let cluster = Cluster::start("100ms");
+    let daemon = Daemon::start();
+    daemon.write("target.yaml", &target(&cluster));
+    write_chart(&daemon.manifests.join("charts/demo"));
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  greeting: {{ .Values.greeting | quote }}\n";
+    write_small_chart(
+        &daemon.manifests,
+        "schema",
+        cm,
+        Some(r#"{"type": "object", "properties": {"greeting": {"type": "string", "maxLength": 5}}}"#),
+    );
+    write_small_chart(
+        &daemon.manifests,
+        "failing",
+        &format!("{{{{ required \"setting.size is required\" .Values.setting }}}}\n{cm}"),
+        None,
+    );
+    let cases = [
+        ("schema", "{ref: \"local://charts/schema\"}".to_string()),
+        ("failing", "{ref: \"local://charts/failing\"}".to_string()),
+        ("missing", "{ref: \"local://charts/none\"}".to_string()),
+        (
+            "corrupt",
+            "{archive: {raw: \"bm90IGEgY2hhcnQgYXQgYWxs\"}}".to_string(),
+        ),
+        (
+            "unreachable",
+            "{helmChartRepo: {helmChartRepoUrl: \"http://127.0.0.1:9\", helmChartName: demo, helmChartVersion: 0.1.0}}".to_string(),
+        ),
+    ];
+    for (name, chart) in &cases {
+        daemon.write(
+            &format!("{name}.yaml"),
+            &installation(name, chart, "too-long-for-the-schema"),
+        );
+    }
+    daemon.write(
+        "good.yaml",
+        &installation("good", "{ref: \"local://charts/demo\"}", "fine"),
+    );
+    config_map_with(&cluster, &daemon, "good", "fine");
+    eventually(Duration::from_secs(30), "the good item to succeed", || {
+        item_of(&daemon, "good").filter(|d| d["status"]["phase"] == "Succeeded")
+    });
+
+    // (name, what the message names, its cause, final?)
+    let expected = [
+        (
+            "schema",
+            "local://charts/schema",
+            "values don't meet the specifications of the schema(s) in the following chart(s):\nschema:\n- at '/greeting'",
+            true,
+        ),
+        (
+            "failing",
+            "local://charts/failing",
+            "execution error at (failing/templates/cm.yaml:1:3): setting.size is required",
+            true,
+        ),
+        (
+            "missing",
+            "local://charts/none",
+            "no chart charts/none in the manifests folder",
+            false,
+        ),
+        ("corrupt", "archive.raw", "not a valid chart", false),
+        (
+            "unreachable",
+            "demo 0.1.0 from http://127.0.0.1:9",
+            "127.0.0.1:9",
+            false,
+        ),
+    ];
+    for (name, chart, cause, fatal) in expected {
+        let di = eventually(
+            Duration::from_secs(60),
+            &format!("the {name} item's error"),
+            || {
+                item_of(&daemon, name).filter(|d| {
+                    !d["status"]["lastError"].is_null()
+                        && (!fatal || d["status"]["phase"] == "Failed")
+                })
+            },
+        );
+        let error = &di["status"]["lastError"];
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("chart {chart}: ")) && message.contains(cause),
+            "{name}: {error:#}"
+        );
+        assert_eq!(
+            has_code(&di, "ERR_CONFIGURATION_PROBLEM"),
+            fatal,
+            "{name}: {error:#}"
+        );
+        if !fatal {
+            assert_ne!(di["status"]["phase"], "Succeeded", "{name}");
+            assert_ne!(di["status"]["phase"], "Failed", "{name}: retried");
+        }
+        assert!(
+            cluster
+                .core(&format!("apps-{name}"), "configmaps", &format!("{name}-cm"))
+                .is_none(),
+            "{name}: nothing applied"
+        );
+    }
+    // The good item was not disturbed.
+    let good = item_of(&daemon, "good").unwrap();
+    assert_eq!(good["status"]["phase"], "Succeeded", "{good:#}");
+    let logs = daemon.logs();
+    assert!(!logs.contains("panicked"), "{logs}");
 }

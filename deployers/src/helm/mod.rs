@@ -468,20 +468,21 @@ impl HelmDeployer {
             Vec::new()
         });
         let capabilities = Capabilities::discovered(kube_version, &discovery);
-        let cluster_lookup = Arc::new(lookup::ClusterLookup::new(
-            client.clone(),
-            tokio::runtime::Handle::current(),
-            &discovery,
-        ));
+        // Outside a tokio runtime (never in the daemon) lookups stay empty, as offline.
+        let cluster_lookup = tokio::runtime::Handle::try_current()
+            .ok()
+            .map(|runtime| Arc::new(lookup::ClusterLookup::new(client.clone(), runtime, &discovery)));
         let name = chart_name(&config.chart);
         let rendered = {
             let config = config.clone();
             let content = fetched.content.clone();
-            let chart_lookup: Arc<dyn Lookup> = cluster_lookup.clone();
+            let chart_lookup = cluster_lookup
+                .clone()
+                .map(|l| -> Arc<dyn Lookup> { l });
             let handle = std::thread::Builder::new()
                 .name("render-helm".into())
                 .stack_size(64 << 20)
-                .spawn(move || render_chart(&content, &config, capabilities, Some(chart_lookup)))
+                .spawn(move || render_chart(&content, &config, capabilities, chart_lookup))
                 .map_err(|e| {
                     DeployerError::new(TEMPLATE_OPERATION, "RenderHelmValues", e.to_string())
                 })?;
@@ -496,7 +497,10 @@ impl HelmDeployer {
                 .unwrap_or_else(|_| Err("the renderer stopped".to_string()))
                 .map_err(|e| {
                     let message = format!("chart {name}: {e}");
-                    if cluster_lookup.failed_transiently() {
+                    if cluster_lookup
+                        .as_ref()
+                        .is_some_and(|l| l.failed_transiently())
+                    {
                         // The cluster did not answer a lookup: retried, unlike Landscaper,
                         // which fails every render error for good.
                         DeployerError::new(TEMPLATE_OPERATION, "RenderHelmValues", message)

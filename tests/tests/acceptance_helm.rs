@@ -1,4 +1,5 @@
-//! The `helm` variants of acceptance scenarios 01, 02 and 12 in `../shared/acceptance`, with
+//! The `helm` variants of acceptance scenarios 01, 02, 12 and 14 (part A, the only part of its
+//! helm variant) in `../shared/acceptance`, with
 //! `helmDeployment: false` injected into every helm provider configuration (a documented test
 //! adaptation until real Helm releases are supported): the charts (`chart.archive.raw`, the
 //! guided tour's hello-world 1.0.0) are rendered in-process and applied to the workspace's
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use landscaper_e2e::acceptance::{
     DEPENDS_ON_ANNOTATION, Job, Res, Scenario, annotation, describe_installation, last_error,
-    phase_of, str_at, want,
+    phase_of, str_at, uid_of, want,
 };
 use serde_json::{Value, json};
 
@@ -291,6 +292,108 @@ fn scenario_12_timeouts_pickup_interrupt_helm() {
         "dummy-installation: unchanged, Failed",
         phase_of(&dummy) == "Failed" && str_at(&dummy, "/status/jobID") == dummy_job,
         || describe_installation(&dummy),
+    );
+    s.finish();
+}
+
+#[test]
+fn scenario_14_upgrade_part_a_helm() {
+    let Some(mut s) = Scenario::start("14", "helm") else {
+        return;
+    };
+    // Step 1: hello-world 1.0.0 deploys a ConfigMap.
+    s.apply_step_rewritten(1, manifest_only);
+    s.settle(&[want("hello-world", "Succeeded", Job::New)], STEP);
+    let inst = s.must("hello-world");
+    s.check_installation(&inst, "Succeeded");
+    s.check_execution_refs(&inst, &["default-deploy-item"]);
+    let di = s.deploy_item(&inst, "default-deploy-item");
+    check_helm_item(
+        &mut s,
+        "default-deploy-item",
+        di.as_ref(),
+        "my-cluster",
+        "acc-14",
+        "hello-world",
+    );
+    check_config_map(
+        &mut s,
+        "acc-14",
+        "hello-world",
+        &json!({"testData": "hello"}),
+    );
+    let first_uid = di.as_ref().map(|d| uid_of(d).to_string()).unwrap_or_default();
+
+    // Step 2: the new spec (hello-world 1.0.1) deploys a Secret instead; the ConfigMap goes.
+    s.apply_step_rewritten(2, manifest_only);
+    s.settle(&[want("hello-world", "Succeeded", Job::New)], STEP);
+    let inst = s.must("hello-world");
+    s.check_installation(&inst, "Succeeded");
+    s.ok(
+        "hello-world: observedGeneration 2",
+        inst.pointer("/status/observedGeneration") == Some(&json!(2)),
+        || describe_installation(&inst),
+    );
+    let di = s.deploy_item(&inst, "default-deploy-item");
+    s.with(
+        "DeployItem default-deploy-item: the same object as in step 1, Succeeded, managedResources Secret acc-14/hello-world (manage), no ConfigMap",
+        di.as_ref(),
+        |d| {
+            if uid_of(d) != first_uid {
+                return Err(format!("uid {} != {first_uid}", uid_of(d)));
+            }
+            if phase_of(d) != "Succeeded" {
+                return Err(format!("phase {}, lastError {}", phase_of(d), d["status"]["lastError"]));
+            }
+            let managed = d["status"]["providerStatus"]["managedResources"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let kinds: Vec<(&str, &str, &str)> = managed
+                .iter()
+                .map(|r| {
+                    (
+                        r["resource"]["kind"].as_str().unwrap_or_default(),
+                        r["resource"]["name"].as_str().unwrap_or_default(),
+                        r["policy"].as_str().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            (kinds.contains(&("Secret", "hello-world", "manage"))
+                && !kinds.iter().any(|(k, _, _)| *k == "ConfigMap"))
+            .then_some(())
+            .ok_or_else(|| format!("managedResources {kinds:?}"))
+        },
+    );
+    let secret = s
+        .cluster
+        .as_ref()
+        .and_then(|c| c.core("acc-14", "secrets", "hello-world"));
+    s.with(
+        "cluster: Secret acc-14/hello-world with testData: hello, labelled by the helm deployer",
+        secret.as_ref(),
+        |secret| {
+            // stringData is stored as base64 data.
+            if secret["data"]["testData"] != "aGVsbG8=" {
+                return Err(format!("data {}", secret["data"]));
+            }
+            if secret["metadata"]["labels"][HELM_LABEL]
+                .as_str()
+                .is_none_or(str::is_empty)
+            {
+                return Err(format!("labels {}", secret["metadata"]["labels"]));
+            }
+            Ok(())
+        },
+    );
+    let config_map = s
+        .cluster
+        .as_ref()
+        .and_then(|c| c.core("acc-14", "configmaps", "hello-world"));
+    s.ok(
+        "cluster: ConfigMap acc-14/hello-world deleted",
+        config_map.is_none(),
+        || format!("{config_map:?}"),
     );
     s.finish();
 }

@@ -9,16 +9,16 @@ use std::sync::Arc;
 
 use landscaper_templating::RenderBudget;
 use landscaper_templating::gotemplate::funcs::helm::{HELM_ERR_END, HELM_ERR_START};
+use landscaper_templating::gotemplate::function::{Arity, FuncError, GoType};
 use landscaper_templating::gotemplate::methods::KUBE_VERSION_TYPE;
 use landscaper_templating::gotemplate::value::{Elem, MapRef, new_map};
-use landscaper_templating::gotemplate::function::{Arity, FuncError, GoType};
 use landscaper_templating::gotemplate::{
     EmptyFiles, ErrorKind, FuncMap, Limits, Template, TemplateError, Value,
 };
 
-use crate::{ChartError, Lookup};
 use crate::chart::{Chart, Metadata};
 use crate::values::{new_table, table};
+use crate::{ChartError, Lookup};
 
 /// Helm's `--kube-version` and what `.Capabilities.KubeVersion` shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,7 +196,12 @@ fn insert_lookup(funcs: &mut FuncMap, lookup: Arc<dyn Lookup>) {
             Err(e) => Err(FuncError::new(e)),
         }
     });
-    const PARAMS: &[GoType] = &[GoType::String, GoType::String, GoType::String, GoType::String];
+    const PARAMS: &[GoType] = &[
+        GoType::String,
+        GoType::String,
+        GoType::String,
+        GoType::String,
+    ];
     funcs.set_params("lookup", PARAMS);
 }
 
@@ -613,6 +618,8 @@ mod tests {
         let m = m.borrow();
         assert!(matches!(m.get("a"), Some(Value::Int64(3))));
         assert!(matches!(m.get("b"), Some(Value::Float(f)) if *f == 1.5));
-        assert!(matches!(m.get("c"), Some(Value::List(l)) if matches!(l.items.first(), Some(Value::Int64(1)))));
+        assert!(
+            matches!(m.get("c"), Some(Value::List(l)) if matches!(l.items.first(), Some(Value::Int64(1))))
+        );
     }
 }

@@ -322,7 +322,10 @@ fn scenario_14_upgrade_part_a_helm() {
         "hello-world",
         &json!({"testData": "hello"}),
     );
-    let first_uid = di.as_ref().map(|d| uid_of(d).to_string()).unwrap_or_default();
+    let first_uid = di
+        .as_ref()
+        .map(|d| uid_of(d).to_string())
+        .unwrap_or_default();
 
     // Step 2: the new spec (hello-world 1.0.1) deploys a Secret instead; the ConfigMap goes.
     s.apply_step_rewritten(2, manifest_only);

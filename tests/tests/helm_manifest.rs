@@ -503,7 +503,11 @@ fn capabilities_and_lookup_come_from_the_target() {
         "apps-probe",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("deployment: \"false\""), "{stdout}");
     assert!(stdout.contains("apps: \"true\""), "{stdout}");
     assert!(stdout.contains("fromLookup: \"none\""), "{stdout}");
@@ -589,9 +593,11 @@ fn a_chart_from_a_helm_repository_with_basic_auth_is_deployed() {
     daemon.write("target.yaml", &target(&cluster));
     // Without credentials the repository refuses: a retried error naming the chart and cause.
     daemon.write("anon.yaml", &installation("anon", &chart, "never"));
-    let anon = eventually(Duration::from_secs(60), "the anonymous item's error", || {
-        item_of(&daemon, "anon").filter(|d| !d["status"]["lastError"].is_null())
-    });
+    let anon = eventually(
+        Duration::from_secs(60),
+        "the anonymous item's error",
+        || item_of(&daemon, "anon").filter(|d| !d["status"]["lastError"].is_null()),
+    );
     let error = &anon["status"]["lastError"];
     let message = error["message"].as_str().unwrap_or_default();
     assert_eq!(error["reason"], "GetHelmChart", "{error}");
@@ -599,7 +605,10 @@ fn a_chart_from_a_helm_repository_with_basic_auth_is_deployed() {
         message.contains(&format!("chart demo 0.1.0 from {url}: ")) && message.contains("401"),
         "{error}"
     );
-    assert!(!has_code(&anon, "ERR_CONFIGURATION_PROBLEM"), "retried: {error}");
+    assert!(
+        !has_code(&anon, "ERR_CONFIGURATION_PROBLEM"),
+        "retried: {error}"
+    );
     assert!(cluster.core("apps-anon", "configmaps", "anon-cm").is_none());
     std::fs::remove_file(daemon.manifests.join("anon.yaml")).unwrap();
 
@@ -666,7 +675,9 @@ fn bad_charts_fail_with_clear_errors_and_disturb_nothing_else() {
         &daemon.manifests,
         "schema",
         cm,
-        Some(r#"{"type": "object", "properties": {"greeting": {"type": "string", "maxLength": 5}}}"#),
+        Some(
+            r#"{"type": "object", "properties": {"greeting": {"type": "string", "maxLength": 5}}}"#,
+        ),
     );
     write_small_chart(
         &daemon.manifests,

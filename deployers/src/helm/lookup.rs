@@ -9,9 +9,9 @@
 //! answered within [`LOOKUP_TIMEOUT`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -83,7 +83,10 @@ impl ClusterLookup {
             }
             Err(e) => {
                 return Err(self.fail(
-                    &format!("unable to get apiresource from unstructured: {}", reference.gvk_string()),
+                    &format!(
+                        "unable to get apiresource from unstructured: {}",
+                        reference.gvk_string()
+                    ),
                     &e,
                 ));
             }
@@ -243,11 +246,11 @@ mod tests {
         assert_eq!(missing, Ok(None));
         assert_eq!(unknown_kind, Ok(None));
         let err = unknown_gv.unwrap_err();
-        assert!(
-            err.contains("nope.example.com/v1, Kind=Gadget"),
-            "{err}"
+        assert!(err.contains("nope.example.com/v1, Kind=Gadget"), "{err}");
+        assert_eq!(
+            cluster_scoped.unwrap().expect("found")["metadata"]["name"],
+            "ns"
         );
-        assert_eq!(cluster_scoped.unwrap().expect("found")["metadata"]["name"], "ns");
         assert!(!lookup.failed_transiently());
 
         // Down: an error that retrying can mend; answers seen before stay as they were.
@@ -272,7 +275,10 @@ mod tests {
         let l = lookup.clone();
         let (last, repeated) = off_runtime(move || {
             for i in 0..MAX_LOOKUPS {
-                assert_eq!(l.lookup("v1", "ConfigMap", "ns", &format!("n{i}")), Ok(None));
+                assert_eq!(
+                    l.lookup("v1", "ConfigMap", "ns", &format!("n{i}")),
+                    Ok(None)
+                );
             }
             (
                 l.lookup("v1", "ConfigMap", "ns", "one-more"),
@@ -281,6 +287,10 @@ mod tests {
         })
         .await;
         assert!(last.unwrap_err().contains("more than 1000"));
-        assert_eq!(repeated, Ok(None), "a repeated lookup is answered from memory");
+        assert_eq!(
+            repeated,
+            Ok(None),
+            "a repeated lookup is answered from memory"
+        );
     }
 }

@@ -469,16 +469,18 @@ impl HelmDeployer {
         });
         let capabilities = Capabilities::discovered(kube_version, &discovery);
         // Outside a tokio runtime (never in the daemon) lookups stay empty, as offline.
-        let cluster_lookup = tokio::runtime::Handle::try_current()
-            .ok()
-            .map(|runtime| Arc::new(lookup::ClusterLookup::new(client.clone(), runtime, &discovery)));
+        let cluster_lookup = tokio::runtime::Handle::try_current().ok().map(|runtime| {
+            Arc::new(lookup::ClusterLookup::new(
+                client.clone(),
+                runtime,
+                &discovery,
+            ))
+        });
         let name = chart_name(&config.chart);
         let rendered = {
             let config = config.clone();
             let content = fetched.content.clone();
-            let chart_lookup = cluster_lookup
-                .clone()
-                .map(|l| -> Arc<dyn Lookup> { l });
+            let chart_lookup = cluster_lookup.clone().map(|l| -> Arc<dyn Lookup> { l });
             let handle = std::thread::Builder::new()
                 .name("render-helm".into())
                 .stack_size(64 << 20)

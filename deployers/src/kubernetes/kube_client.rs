@@ -10,7 +10,10 @@ use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::Scope;
 use serde_json::Value;
 
-use super::{ClusterClient, ClusterError, ClusterResult, Deletion, ObjectRef, Patch, ResourceInfo};
+use super::{
+    ClusterClient, ClusterError, ClusterResult, Deletion, ObjectRef, Patch, ResourceInfo,
+    ServedResources,
+};
 use crate::BoxFuture;
 
 /// Why a client could not be built from a kubeconfig: always a configuration problem.
@@ -155,7 +158,7 @@ impl ClusterClient for KubeClusterClient {
         })
     }
 
-    fn served_resources(&self) -> BoxFuture<'_, ClusterResult<Vec<(String, Vec<String>)>>> {
+    fn served_resources(&self) -> BoxFuture<'_, ClusterResult<ServedResources>> {
         Box::pin(async move {
             let mut group_versions = self
                 .client
@@ -192,7 +195,7 @@ impl ClusterClient for KubeClusterClient {
                     (index, kinds)
                 });
             }
-            let mut served: Vec<(String, Vec<String>)> = group_versions
+            let mut served: ServedResources = group_versions
                 .into_iter()
                 .map(|gv| (gv, Vec::new()))
                 .collect();

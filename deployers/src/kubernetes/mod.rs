@@ -139,6 +139,10 @@ impl ClusterError {
 
 pub type ClusterResult<T> = Result<T, ClusterError>;
 
+/// What discovery lists: each served group version (`apps/v1`, core `v1`) with the kinds of its
+/// resources.
+pub type ServedResources = Vec<(String, Vec<String>)>;
+
 /// The operations the deployers need on a cluster. Implementations are shared between tasks.
 pub trait ClusterClient: Send + Sync {
     /// Resolves `apiVersion`/`kind` through discovery. A kind that is not (yet) served is looked
@@ -163,7 +167,7 @@ pub trait ClusterClient: Send + Sync {
     /// included. A group version whose resources cannot be read is listed without kinds (as
     /// Helm tolerates `ErrGroupDiscoveryFailed`). Empty when the client cannot tell (Helm then
     /// uses its default set).
-    fn served_resources(&self) -> BoxFuture<'_, ClusterResult<Vec<(String, Vec<String>)>>> {
+    fn served_resources(&self) -> BoxFuture<'_, ClusterResult<ServedResources>> {
         Box::pin(async { Ok(Vec::new()) })
     }
 

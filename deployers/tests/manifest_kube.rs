@@ -305,3 +305,27 @@ fn secondary_targets_read_and_delete_in_the_second_cluster() {
         );
     });
 }
+
+/// Discovery through the real client lists every served group version with its kinds,
+/// subresource kinds included (what `.Capabilities.APIVersions` is built from).
+#[test]
+fn discovery_lists_group_versions_and_kinds() {
+    use landscaper_deployers::kubernetes::{ClusterClient, KubeClusterClient};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let server = TestServer::start(ServerConfig::default()).await.unwrap();
+        let client = KubeClusterClient::from_kubeconfig(&server.kubeconfig())
+            .await
+            .unwrap();
+        let served = client.served_resources().await.unwrap();
+        let set = landscaper_charts::version_set(&served);
+        for expected in ["v1", "v1/ConfigMap", "apps/v1", "apps/v1/Deployment"] {
+            assert!(set.iter().any(|v| v == expected), "{expected} in {set:?}");
+        }
+        assert!(served.iter().any(|(gv, _)| gv == "apps/v1"), "{served:?}");
+    });
+}

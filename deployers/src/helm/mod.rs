@@ -12,6 +12,7 @@
 //! ```
 
 pub mod config;
+pub mod hooks;
 
 use std::path::PathBuf;
 use std::sync::Arc;

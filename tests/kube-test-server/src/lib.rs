@@ -27,6 +27,8 @@ pub mod openapi;
 pub mod patching;
 pub mod protobuf;
 pub mod resources;
+pub mod rollout;
+pub mod scale;
 pub mod selectors;
 pub mod simulate;
 pub mod store;

@@ -333,6 +333,8 @@ impl Controllers {
             }
         }
         let generation = object::generation(obj);
+        // Read before the update: the store is locked while `controller_update` runs.
+        let owned = self.controlled("apps", "replicasets", "Deployment", obj);
         self.app.store.controller_update(
             "apps",
             "deployments",
@@ -343,7 +345,6 @@ impl Controllers {
                 if object::generation(d) != generation {
                     return false;
                 }
-                let owned = self.controlled("apps", "replicasets", "Deployment", d);
                 let new = owned.iter().find(|rs| object::name(rs) == rs_name);
                 let status = rollout::deployment_status(d, new, &owned);
                 let before = d.clone();
@@ -417,6 +418,10 @@ impl Controllers {
         if owned {
             let never = rollout::annotation(obj, READY_ANNOTATION) == Some("never");
             return match (never, sim.workloads) {
+                // Pods that are ready stay ready when the simulation turns to never.
+                (false, Readiness::Never) if rollout::pod_is_ready(obj) => {
+                    ("Running".into(), true, sim.pod_delay)
+                }
                 (true, _) | (_, Readiness::Never) => {
                     ("Running".into(), false, delay.unwrap_or(sim.pod_delay))
                 }

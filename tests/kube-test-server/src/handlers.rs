@@ -531,7 +531,11 @@ fn scale_verb(req: &VerbRequest, rt: &ResourceType, t: &Target) -> Result<Respon
             "autoscaling",
             "Scale",
             name,
-            vec![crate::error::Cause::new("FieldValueInvalid", message, "spec.replicas")],
+            vec![crate::error::Cause::new(
+                "FieldValueInvalid",
+                message,
+                "spec.replicas",
+            )],
         )
     })?;
     let mut updated = current;

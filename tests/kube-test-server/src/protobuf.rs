@@ -145,7 +145,11 @@ const LABEL_SELECTOR_REQUIREMENT: &[Field] = &[
 ];
 const LABEL_SELECTOR: &[Field] = &[
     (1, "matchLabels", Ty::MapStr),
-    (2, "matchExpressions", Ty::RepMsg(LABEL_SELECTOR_REQUIREMENT)),
+    (
+        2,
+        "matchExpressions",
+        Ty::RepMsg(LABEL_SELECTOR_REQUIREMENT),
+    ),
 ];
 const CONTAINER_PORT: &[Field] = &[
     (1, "name", Ty::Str),
@@ -449,8 +453,14 @@ mod tests {
         assert!(v["spec"].get("minReadySeconds").is_none());
         assert_eq!(v["spec"]["selector"]["matchLabels"]["app"], "web");
         assert_eq!(v["spec"]["template"]["metadata"]["labels"]["app"], "web");
-        assert_eq!(v["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1");
-        assert_eq!(v["spec"]["template"]["spec"]["containers"][0]["resources"], json!({}));
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx:1"
+        );
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["resources"],
+            json!({})
+        );
         assert_eq!(v["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
         assert_eq!(v["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 2);
     }

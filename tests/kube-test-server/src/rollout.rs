@@ -109,7 +109,12 @@ pub fn max_unavailable_and_surge(deployment: &Value) -> (i64, i64) {
         return (0, 0);
     }
     let rolling = deployment.pointer("/spec/strategy/rollingUpdate");
-    let surge = scaled(rolling.and_then(|r| r.get("maxSurge")), replicas, true, "25%");
+    let surge = scaled(
+        rolling.and_then(|r| r.get("maxSurge")),
+        replicas,
+        true,
+        "25%",
+    );
     let mut unavailable = scaled(
         rolling.and_then(|r| r.get("maxUnavailable")),
         replicas,
@@ -205,7 +210,8 @@ pub fn new_pod(replica_set: &Value) -> Value {
     let mut spec = template.get("spec").cloned().unwrap_or(json!({}));
     if let Some(s) = spec.as_object_mut() {
         s.entry("restartPolicy").or_insert(json!("Always"));
-        s.entry("nodeName").or_insert(json!("kube-test-server-node"));
+        s.entry("nodeName")
+            .or_insert(json!("kube-test-server-node"));
     }
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
 }
@@ -253,8 +259,10 @@ pub fn set_condition(
             .unwrap_or(json!(now))
     };
     let same_status = old.is_some_and(|c| c["status"] == status);
-    let same_all = same_status && old.is_some_and(|c| c["reason"] == reason && c["message"] == message);
-    let mut condition = json!({"type": type_, "status": status, "reason": reason, "message": message});
+    let same_all =
+        same_status && old.is_some_and(|c| c["reason"] == reason && c["message"] == message);
+    let mut condition =
+        json!({"type": type_, "status": status, "reason": reason, "message": message});
     if update_time {
         condition["lastUpdateTime"] = keep("lastUpdateTime", same_all);
     }
@@ -308,10 +316,8 @@ pub fn deployment_status(deployment: &Value, new: Option<&Value>, all: &[Value])
         )
     };
     let rs_name = new.map(object::name).unwrap_or_default();
-    let complete = new.is_some()
-        && updated == desired
-        && replicas == desired
-        && new_available == desired;
+    let complete =
+        new.is_some() && updated == desired && replicas == desired && new_available == desired;
     let (reason, message) = if deployment.pointer("/spec/paused") == Some(&json!(true)) {
         ("DeploymentPaused", "Deployment is paused".to_string())
     } else if complete {
@@ -375,7 +381,10 @@ mod tests {
         let d = deployment(1);
         let h = template_hash(&d["spec"]["template"]);
         assert_eq!(h, template_hash(&d["spec"]["template"]));
-        assert!(h.len() <= 10 && h.bytes().all(|b| ALPHANUMS.contains(&b)), "{h}");
+        assert!(
+            h.len() <= 10 && h.bytes().all(|b| ALPHANUMS.contains(&b)),
+            "{h}"
+        );
         let mut other = d["spec"]["template"].clone();
         other["spec"]["containers"][0]["image"] = json!("nginx:2");
         assert_ne!(h, template_hash(&other));
@@ -386,11 +395,20 @@ mod tests {
         let d = deployment(3);
         let rs = new_replica_set(&d, "abc", 2);
         assert_eq!(rs["metadata"]["name"], "web-abc");
-        assert_eq!(rs["metadata"]["labels"], json!({"app": "web", "pod-template-hash": "abc"}));
+        assert_eq!(
+            rs["metadata"]["labels"],
+            json!({"app": "web", "pod-template-hash": "abc"})
+        );
         assert_eq!(rs["metadata"]["annotations"][REVISION_ANNOTATION], "2");
         assert_eq!(rs["metadata"]["annotations"][MAX_REPLICAS_ANNOTATION], "4");
-        assert_eq!(rs["spec"]["selector"]["matchLabels"]["pod-template-hash"], "abc");
-        assert_eq!(rs["spec"]["template"]["metadata"]["labels"]["pod-template-hash"], "abc");
+        assert_eq!(
+            rs["spec"]["selector"]["matchLabels"]["pod-template-hash"],
+            "abc"
+        );
+        assert_eq!(
+            rs["spec"]["template"]["metadata"]["labels"]["pod-template-hash"],
+            "abc"
+        );
         assert_eq!(rs["metadata"]["ownerReferences"][0]["uid"], "u1");
         assert_eq!(rs["metadata"]["ownerReferences"][0]["controller"], true);
         let mut stored = rs.clone();
@@ -415,14 +433,17 @@ mod tests {
     #[test]
     fn deployment_status_follows_its_replica_sets() {
         let d = deployment(2);
-        let rs = |name: &str, replicas: i64, ready: i64| {
-            json!({"metadata": {"name": name}, "status": {"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready}})
-        };
+        let rs = |name: &str, replicas: i64, ready: i64| json!({"metadata": {"name": name}, "status": {"replicas": replicas, "readyReplicas": ready, "availableReplicas": ready}});
         let new = rs("web-new", 2, 0);
         let old = rs("web-old", 2, 2);
         let s = deployment_status(&d, Some(&new), &[new.clone(), old]);
         assert_eq!(
-            (&s["replicas"], &s["updatedReplicas"], &s["availableReplicas"], &s["observedGeneration"]),
+            (
+                &s["replicas"],
+                &s["updatedReplicas"],
+                &s["availableReplicas"],
+                &s["observedGeneration"]
+            ),
             (&json!(4), &json!(2), &json!(2), &json!(2))
         );
         assert!(s.get("unavailableReplicas").is_none());

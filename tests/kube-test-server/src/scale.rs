@@ -62,7 +62,13 @@ pub fn selector_string(selector: Option<&Value>) -> String {
 /// The Scale of an object.
 pub fn scale_of(obj: &Value) -> Value {
     let mut metadata = serde_json::Map::new();
-    for key in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+    for key in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
         if let Some(v) = obj.pointer(&format!("/metadata/{key}")) {
             metadata.insert(key.into(), v.clone());
         }
@@ -104,7 +110,10 @@ mod tests {
                        "status": {"replicas": 2}});
         let s = scale_of(&d);
         assert_eq!(s["spec"]["replicas"], 3);
-        assert_eq!(s["status"], json!({"replicas": 2, "selector": "app=web,tier in (a,b)"}));
+        assert_eq!(
+            s["status"],
+            json!({"replicas": 2, "selector": "app=web,tier in (a,b)"})
+        );
         assert_eq!(s["metadata"]["resourceVersion"], "7");
         assert!(s["metadata"].get("labels").is_none());
         assert_eq!(selector_string(Some(&json!({"app": "rc"}))), "app=rc");

@@ -210,11 +210,7 @@ impl Controllers {
         let Some(rt) = self.app.store.resolve("apps", "v1", plural) else {
             return;
         };
-        if let Ok(owner) = self
-            .app
-            .store
-            .get(&rt, object::namespace(dependent), name)
-        {
+        if let Ok(owner) = self.app.store.get(&rt, object::namespace(dependent), name) {
             match plural {
                 "deployments" => self.deployment(&owner),
                 _ => self.replica_set(&owner),
@@ -268,9 +264,9 @@ impl Controllers {
         let hash = rollout::template_hash(&template);
         let owned = self.controlled("apps", "replicasets", "Deployment", obj);
         let max_revision = owned.iter().map(rollout::revision).max().unwrap_or(0);
-        let current = owned.iter().find(|rs| {
-            rs.pointer("/metadata/labels/pod-template-hash") == Some(&json!(hash))
-        });
+        let current = owned
+            .iter()
+            .find(|rs| rs.pointer("/metadata/labels/pod-template-hash") == Some(&json!(hash)));
         let Some(current) = current else {
             if !paused {
                 // Its creation event brings us back here.
@@ -335,13 +331,9 @@ impl Controllers {
         let generation = object::generation(obj);
         // Read before the update: the store is locked while `controller_update` runs.
         let owned = self.controlled("apps", "replicasets", "Deployment", obj);
-        self.app.store.controller_update(
-            "apps",
-            "deployments",
-            namespace,
-            name,
-            MANAGER,
-            |d| {
+        self.app
+            .store
+            .controller_update("apps", "deployments", namespace, name, MANAGER, |d| {
                 if object::generation(d) != generation {
                     return false;
                 }
@@ -355,8 +347,7 @@ impl Controllers {
                 d["metadata"]["annotations"][rollout::REVISION_ANNOTATION] =
                     json!(revision.to_string());
                 *d != before
-            },
-        );
+            });
     }
 
     /// The replica-set controller: as many pods as `spec.replicas`, its status from them.
@@ -373,7 +364,12 @@ impl Controllers {
             pods = self.controlled("", "pods", "ReplicaSet", obj);
         } else if pods.len() > want {
             // Not-ready pods go first, then the youngest.
-            pods.sort_by_key(|p| (!rollout::pod_is_ready(p), object::str_at(p, "/metadata/creationTimestamp").to_string()));
+            pods.sort_by_key(|p| {
+                (
+                    !rollout::pod_is_ready(p),
+                    object::str_at(p, "/metadata/creationTimestamp").to_string(),
+                )
+            });
             if let Some(rt) = self.app.store.resolve("", "v1", "pods") {
                 for extra in pods.iter().skip(want).rev() {
                     let _ = self.app.store.delete(

@@ -476,3 +476,36 @@ fn unbuildable_and_uncreatable_hooks_fail_clearly() {
     .unwrap_err();
     assert!(err.to_string().contains("unreachable"), "{err}");
 }
+
+#[test]
+fn before_hook_creation_waits_until_the_old_object_is_gone() {
+    let fake = Arc::new(FakeCluster::new());
+    let cluster = Finishing(fake.clone());
+    // A leftover that a finalizer keeps: deleting it does not finish within the timeout.
+    fake.insert(json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "stuck", "namespace": "rel-ns", "finalizers": ["example.com/keep"]}}));
+    let mut hooks = hooks_of(&[("s.yaml", &job("stuck", "pre-delete", 0, None))]);
+    let err = block_on(run_hooks(
+        &cluster,
+        HookEvent::PreDelete,
+        &mut hooks,
+        &options(),
+    ))
+    .unwrap_err();
+    assert!(matches!(err, HookError::DeleteTimeout { .. }), "{err}");
+    assert!(
+        err.to_string().contains("Job rel-ns/stuck to be deleted"),
+        "{err}"
+    );
+    assert_eq!(hooks[0].last_run.phase, HookPhase::None, "never started");
+    // Once the finalizer is released the hook runs.
+    fake.remove(&job_ref("stuck"));
+    block_on(run_hooks(
+        &cluster,
+        HookEvent::PreDelete,
+        &mut hooks,
+        &options(),
+    ))
+    .unwrap();
+    assert_eq!(hooks[0].last_run.phase, HookPhase::Succeeded);
+}

@@ -410,7 +410,7 @@ impl Controllers {
         let delay = rollout::annotation(obj, DELAY_ANNOTATION)
             .and_then(|d| d.parse::<u64>().ok())
             .map(Duration::from_millis);
-        let owned = object::owner_uids(obj).len() > 0;
+        let owned = !object::owner_uids(obj).is_empty();
         if owned {
             let never = rollout::annotation(obj, READY_ANNOTATION) == Some("never");
             return match (never, sim.workloads) {

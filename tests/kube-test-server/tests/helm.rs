@@ -260,3 +260,53 @@ fn helm_hooks_run_in_weight_order_with_delete_policies() {
         [(1, "deployed".into()), (2, "failed".into())]
     );
 }
+
+#[test]
+fn helm_wait_reads_statefulset_and_daemonset_status() {
+    let s = TestServer::start_blocking(ServerConfig::default().workloads(
+        kube_test_server::Readiness::After(std::time::Duration::from_millis(500)),
+    ))
+    .expect("server");
+    let Some(h) = helm(&s) else { return };
+    let chart = fixture("workloads-chart");
+    h.ok(&[
+        "install",
+        "w1",
+        &chart,
+        "--namespace",
+        "default",
+        "--wait",
+        "--timeout",
+        "60s",
+    ]);
+    let sts = s
+        .get("apps/v1", "StatefulSet", "default", "w1-db")
+        .expect("sts");
+    assert_eq!(
+        sts["status"]["readyReplicas"], 2,
+        "--wait returned before ready: {}",
+        sts["status"]
+    );
+    assert_eq!(
+        sts["spec"]["updateStrategy"]["type"], "RollingUpdate",
+        "defaulted, so helm checks it"
+    );
+    s.set_readiness(kube_test_server::Readiness::Never);
+    let err = h.fails(
+        &[
+            "install",
+            "w2",
+            &chart,
+            "--namespace",
+            "default",
+            "--wait",
+            "--timeout",
+            "2s",
+        ],
+        "",
+    );
+    assert!(
+        err.contains("context deadline exceeded") || err.contains("timed out"),
+        "{err}"
+    );
+}

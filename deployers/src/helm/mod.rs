@@ -13,6 +13,7 @@
 //! ```
 
 pub mod config;
+pub mod hooks;
 pub mod lookup;
 
 use std::path::PathBuf;

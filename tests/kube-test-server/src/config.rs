@@ -4,12 +4,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// When workloads (Deployments, StatefulSets, DaemonSets, ReplicaSets) report ready.
+/// When workloads report ready: StatefulSets and DaemonSets directly, Deployments and
+/// ReplicaSets through their Pods becoming Ready.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Readiness {
-    /// Ready this long after each spec change (zero: right away).
+    /// Ready this long after each spec change (Pods: after creation; zero: right away).
     After(Duration),
-    /// Never ready: status shows the rollout in progress.
+    /// Never ready: status shows the rollout in progress. Pods already Ready stay Ready (as old
+    /// pods keep serving on a cluster while a new template's pods fail).
     Never,
 }
 

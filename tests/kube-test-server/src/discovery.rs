@@ -129,6 +129,17 @@ fn legacy_resource(rt: &ResourceType) -> Vec<Value> {
             "verbs": ["get", "patch", "update"],
         }));
     }
+    if crate::scale::supported(rt) {
+        out.push(json!({
+            "name": format!("{}/scale", rt.plural),
+            "singularName": "",
+            "namespaced": rt.namespaced,
+            "group": "autoscaling",
+            "version": "v1",
+            "kind": "Scale",
+            "verbs": ["get", "patch", "update"],
+        }));
+    }
     out
 }
 
@@ -182,11 +193,17 @@ fn aggregated_resource(rt: &ResourceType) -> Value {
     if !rt.categories.is_empty() {
         entry.insert("categories".into(), json!(rt.categories));
     }
+    let mut subresources = Vec::new();
     if rt.status_subresource {
-        entry.insert(
-            "subresources".into(),
-            json!([{"subresource": "status", "responseKind": response_kind, "verbs": ["get", "patch", "update"]}]),
-        );
+        subresources.push(json!({"subresource": "status", "responseKind": response_kind, "verbs": ["get", "patch", "update"]}));
+    }
+    if crate::scale::supported(rt) {
+        subresources.push(json!({"subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": ["get", "patch", "update"]}));
+    }
+    if !subresources.is_empty() {
+        entry.insert("subresources".into(), Value::Array(subresources));
     }
     Value::Object(entry)
 }

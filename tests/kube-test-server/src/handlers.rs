@@ -20,6 +20,7 @@ use crate::openapi;
 use crate::patching::{self, PatchKind};
 use crate::protobuf;
 use crate::resources::ResourceType;
+use crate::scale;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::store::{DeleteOptions, Propagation, WriteCtx};
 use crate::table;
@@ -315,7 +316,7 @@ impl VerbRequest {
                     &[
                         "application/json",
                         "application/yaml",
-                        "application/vnd.kubernetes.protobuf (core types only)",
+                        "application/vnd.kubernetes.protobuf (core types, Deployments and Scales only)",
                     ],
                 )
             });
@@ -365,6 +366,9 @@ async fn resource(req: VerbRequest, t: Target) -> Result<Response, ApiError> {
     }
     if t.name.is_some() && rt.namespaced && t.namespace.is_none() {
         return Err(ApiError::no_route());
+    }
+    if t.subresource.as_deref() == Some("scale") && scale::supported(&rt) {
+        return scale_verb(&req, &rt, &t);
     }
     if let Some(sub) = &t.subresource
         && !(sub == "status" && rt.status_subresource)
@@ -495,6 +499,59 @@ async fn resource(req: VerbRequest, t: Target) -> Result<Response, ApiError> {
         }
         (method, _) => Err(ApiError::method_not_allowed(method.as_str())),
     }
+}
+
+/// `GET`, `PUT` and `PATCH` of `.../NAME/scale`: reads and writes `spec.replicas` of the object.
+fn scale_verb(req: &VerbRequest, rt: &ResourceType, t: &Target) -> Result<Response, ApiError> {
+    let app = &req.app;
+    let ns = t.namespace.clone().unwrap_or_default();
+    let Some(name) = &t.name else {
+        return Err(ApiError::no_route());
+    };
+    let current = app.store.get(rt, &ns, name)?;
+    let current_scale = scale::scale_of(&current);
+    let requested = match req.method {
+        Method::GET => return Ok(json_response(StatusCode::OK, &current_scale)),
+        Method::PUT => req.body_value()?,
+        Method::PATCH => {
+            let content_type = req.content_type().to_string();
+            let kind = PatchKind::from_content_type(&content_type)
+                .filter(|k| *k != PatchKind::Apply)
+                .ok_or_else(|| {
+                    ApiError::unsupported_media_type(&content_type, &patching::PATCH_TYPES[..3])
+                })?;
+            let body = req.body_value()?;
+            patching::patch(kind, &current_scale, &body)
+                .map_err(|e| e.into_api_error("autoscaling", "scale", "Scale", name))?
+        }
+        ref other => return Err(ApiError::method_not_allowed(other.as_str())),
+    };
+    let replicas = scale::requested_replicas(&requested).map_err(|message| {
+        ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            name,
+            vec![crate::error::Cause::new(
+                "FieldValueInvalid",
+                message,
+                "spec.replicas",
+            )],
+        )
+    })?;
+    let mut updated = current;
+    updated["spec"]["replicas"] = serde_json::json!(replicas);
+    // A Scale naming a resourceVersion must name the current one.
+    if let Some(rv) = requested
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .filter(|rv| !rv.is_empty())
+    {
+        updated["metadata"]["resourceVersion"] = serde_json::json!(rv);
+    }
+    let stored = app
+        .store
+        .update(rt, &ns, name, updated, false, &req.ctx())?;
+    Ok(json_response(StatusCode::OK, &scale::scale_of(&stored)))
 }
 
 fn delete_options(req: &VerbRequest) -> Result<DeleteOptions, ApiError> {

@@ -1,9 +1,16 @@
 //! An in-memory Kubernetes API server for tests: real `kubectl`, `helm` and kube-rs talk to
 //! it. Objects live in memory with Kubernetes write semantics (resourceVersions, generation,
 //! finalizers, garbage collection, managedFields through `kube-patch`), watches replay a
-//! bounded event history, CRDs add resources at runtime, and simulated controllers make
-//! workloads ready, pods run and jobs complete. Faults (latency, failing requests, an
-//! unreachable server) can be switched on and off while a test runs.
+//! bounded event history, CRDs add resources at runtime, and simulated controllers act as
+//! kube-controller-manager and the kubelet would: Deployments create a ReplicaSet per pod
+//! template (`pod-template-hash`, revision annotations) whose Pods become Ready, statuses and
+//! conditions follow, and a template change rolls over to a new ReplicaSet; StatefulSets and
+//! DaemonSets report ready; Jobs complete (or fail); bare hook Pods run to `Succeeded`. Tests
+//! steer single objects with annotations only this server reads (see [`rollout`]):
+//! `kube-test-server/ready: never` on a workload or pod template keeps its pods unready,
+//! `kube-test-server/outcome: Fail|Complete|Never` decides a Job or bare Pod, and
+//! `kube-test-server/delay-ms` its timing. Faults (latency, failing requests, an unreachable
+//! server) can be switched on and off while a test runs.
 //!
 //! ```no_run
 //! use kube_test_server::{ServerConfig, TestServer};
@@ -27,6 +34,8 @@ pub mod openapi;
 pub mod patching;
 pub mod protobuf;
 pub mod resources;
+pub mod rollout;
+pub mod scale;
 pub mod selectors;
 pub mod simulate;
 pub mod store;

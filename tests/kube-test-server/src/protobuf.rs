@@ -1,5 +1,6 @@
 //! Decoding of the protobuf request bodies client-go's typed clients send (`kubectl create
-//! configmap|secret|namespace|serviceaccount`, helm's release Secrets, typed DeleteOptions):
+//! configmap|secret|namespace|serviceaccount|deployment`, `kubectl scale`, helm's release
+//! Secrets, typed DeleteOptions):
 //! the `k8s\0` envelope around `runtime.Unknown`, and the few core types they carry.
 //! Responses are always JSON, which those clients accept as well.
 
@@ -62,6 +63,10 @@ fn fields(buf: &[u8]) -> Option<Vec<(u64, Wire<'_>)>> {
 enum Ty {
     Str,
     Int,
+    /// An optional (pointer) integer: zero is a value, not an absent field.
+    Int0,
+    /// `intstr.IntOrString`.
+    IntOrStr,
     Bool,
     Time,
     Msg(&'static [Field]),
@@ -133,6 +138,97 @@ const SERVICE_ACCOUNT: &[Field] = &[
     (3, "imagePullSecrets", Ty::RepMsg(LOCAL_OBJECT_REFERENCE)),
     (4, "automountServiceAccountToken", Ty::Bool),
 ];
+const LABEL_SELECTOR_REQUIREMENT: &[Field] = &[
+    (1, "key", Ty::Str),
+    (2, "operator", Ty::Str),
+    (3, "values", Ty::RepStr),
+];
+const LABEL_SELECTOR: &[Field] = &[
+    (1, "matchLabels", Ty::MapStr),
+    (
+        2,
+        "matchExpressions",
+        Ty::RepMsg(LABEL_SELECTOR_REQUIREMENT),
+    ),
+];
+const CONTAINER_PORT: &[Field] = &[
+    (1, "name", Ty::Str),
+    (2, "hostPort", Ty::Int),
+    (3, "containerPort", Ty::Int),
+    (4, "protocol", Ty::Str),
+    (5, "hostIP", Ty::Str),
+];
+const ENV_VAR: &[Field] = &[(1, "name", Ty::Str), (2, "value", Ty::Str)];
+const RESOURCE_REQUIREMENTS: &[Field] = &[];
+const CONTAINER: &[Field] = &[
+    (1, "name", Ty::Str),
+    (2, "image", Ty::Str),
+    (3, "command", Ty::RepStr),
+    (4, "args", Ty::RepStr),
+    (5, "workingDir", Ty::Str),
+    (6, "ports", Ty::RepMsg(CONTAINER_PORT)),
+    (7, "env", Ty::RepMsg(ENV_VAR)),
+    (8, "resources", Ty::Msg(RESOURCE_REQUIREMENTS)),
+    (13, "terminationMessagePath", Ty::Str),
+    (14, "imagePullPolicy", Ty::Str),
+    (16, "stdin", Ty::Bool),
+    (17, "stdinOnce", Ty::Bool),
+    (18, "tty", Ty::Bool),
+    (20, "terminationMessagePolicy", Ty::Str),
+];
+const POD_SPEC: &[Field] = &[
+    (2, "containers", Ty::RepMsg(CONTAINER)),
+    (3, "restartPolicy", Ty::Str),
+    (4, "terminationGracePeriodSeconds", Ty::Int0),
+    (5, "activeDeadlineSeconds", Ty::Int0),
+    (6, "dnsPolicy", Ty::Str),
+    (7, "nodeSelector", Ty::MapStr),
+    (8, "serviceAccountName", Ty::Str),
+    (9, "serviceAccount", Ty::Str),
+    (10, "nodeName", Ty::Str),
+    (11, "hostNetwork", Ty::Bool),
+    (15, "imagePullSecrets", Ty::RepMsg(LOCAL_OBJECT_REFERENCE)),
+    (16, "hostname", Ty::Str),
+    (17, "subdomain", Ty::Str),
+    (19, "schedulerName", Ty::Str),
+    (20, "initContainers", Ty::RepMsg(CONTAINER)),
+    (21, "automountServiceAccountToken", Ty::Bool),
+    (24, "priorityClassName", Ty::Str),
+];
+const POD_TEMPLATE_SPEC: &[Field] = &[
+    (1, "metadata", Ty::Msg(OBJECT_META)),
+    (2, "spec", Ty::Msg(POD_SPEC)),
+];
+const ROLLING_UPDATE_DEPLOYMENT: &[Field] = &[
+    (1, "maxUnavailable", Ty::IntOrStr),
+    (2, "maxSurge", Ty::IntOrStr),
+];
+const DEPLOYMENT_STRATEGY: &[Field] = &[
+    (1, "type", Ty::Str),
+    (2, "rollingUpdate", Ty::Msg(ROLLING_UPDATE_DEPLOYMENT)),
+];
+const DEPLOYMENT_SPEC: &[Field] = &[
+    (1, "replicas", Ty::Int0),
+    (2, "selector", Ty::Msg(LABEL_SELECTOR)),
+    (3, "template", Ty::Msg(POD_TEMPLATE_SPEC)),
+    (4, "strategy", Ty::Msg(DEPLOYMENT_STRATEGY)),
+    (5, "minReadySeconds", Ty::Int),
+    (6, "revisionHistoryLimit", Ty::Int0),
+    (7, "paused", Ty::Bool),
+    (9, "progressDeadlineSeconds", Ty::Int0),
+];
+/// The status a client sends is ignored by the server (no status subresource write).
+const NO_FIELDS: &[Field] = &[];
+const DEPLOYMENT: &[Field] = &[
+    (1, "metadata", Ty::Msg(OBJECT_META)),
+    (2, "spec", Ty::Msg(DEPLOYMENT_SPEC)),
+    (3, "status", Ty::Msg(NO_FIELDS)),
+];
+const SCALE_SPEC: &[Field] = &[(1, "replicas", Ty::Int0)];
+const SCALE: &[Field] = &[
+    (1, "metadata", Ty::Msg(OBJECT_META)),
+    (2, "spec", Ty::Msg(SCALE_SPEC)),
+];
 const PRECONDITIONS: &[Field] = &[(1, "uid", Ty::Str), (2, "resourceVersion", Ty::Str)];
 const DELETE_OPTIONS: &[Field] = &[
     (1, "gracePeriodSeconds", Ty::Int),
@@ -160,6 +256,20 @@ fn map_entry(b: &[u8], bytes_values: bool) -> Option<(String, Value)> {
         }
     }
     Some((key, value))
+}
+
+/// `intstr.IntOrString`: type 0 is `intVal`, type 1 `strVal`.
+fn int_or_string(b: &[u8]) -> Option<Value> {
+    let (mut is_string, mut int, mut text) = (false, 0i64, String::new());
+    for (n, w) in fields(b)? {
+        match (n, w) {
+            (1, Wire::Varint(t)) => is_string = t == 1,
+            (2, Wire::Varint(v)) => int = i64::from(v as i32),
+            (3, Wire::Bytes(s)) => text = utf8(s)?,
+            _ => {}
+        }
+    }
+    Some(if is_string { json!(text) } else { json!(int) })
 }
 
 /// Some(None) for the zero time.
@@ -191,8 +301,11 @@ fn message(buf: &[u8], schema: &[Field]) -> Option<Value> {
             (Ty::Str, Wire::Bytes(b)) => {
                 out.insert(name, json!(utf8(b)?));
             }
-            (Ty::Int, Wire::Varint(v)) => {
+            (Ty::Int | Ty::Int0, Wire::Varint(v)) => {
                 out.insert(name, json!(v as i64));
+            }
+            (Ty::IntOrStr, Wire::Bytes(b)) => {
+                out.insert(name, int_or_string(b)?);
             }
             (Ty::Bool, Wire::Varint(v)) => {
                 out.insert(name, json!(v != 0));
@@ -259,6 +372,8 @@ pub fn decode(body: &[u8]) -> Option<Value> {
         ("v1", "Secret") => SECRET,
         ("v1", "Namespace") => NAMESPACE,
         ("v1", "ServiceAccount") => SERVICE_ACCOUNT,
+        ("apps/v1", "Deployment") => DEPLOYMENT,
+        ("autoscaling/v1", "Scale") => SCALE,
         (_, "DeleteOptions") => DELETE_OPTIONS,
         _ => return None,
     };
@@ -301,5 +416,52 @@ mod tests {
         assert_eq!(v["data"]["release"], "AAE=");
         assert_eq!(v["type"], "helm.sh/release.v1");
         assert!(decode(b"k8s\0\xff").is_none());
+    }
+
+    fn varint_field(n: u64, v: u64) -> Vec<u8> {
+        vec![(n << 3) as u8, v as u8]
+    }
+
+    #[test]
+    fn decodes_a_deployment_as_kubectl_create_sends_it() {
+        let labels = [field(1, b"app"), field(2, b"web")].concat();
+        let meta = [field(1, b"web"), field(11, &labels)].concat();
+        let container = [field(1, b"nginx"), field(2, b"nginx:1"), field(8, &[])].concat();
+        let pod_spec = field(2, &container);
+        let template = [field(1, &field(11, &labels)), field(2, &pod_spec)].concat();
+        let surge = [varint_field(1, 1), varint_field(2, 0), field(3, b"25%")].concat();
+        let unavailable = [varint_field(1, 0), varint_field(2, 2), field(3, b"")].concat();
+        let strategy = [
+            field(1, b"RollingUpdate"),
+            field(2, &[field(1, &unavailable), field(2, &surge)].concat()),
+        ]
+        .concat();
+        let spec = [
+            varint_field(1, 0),
+            field(2, &field(1, &labels)),
+            field(3, &template),
+            field(4, &strategy),
+            varint_field(5, 0),
+        ]
+        .concat();
+        let deployment = [field(1, &meta), field(2, &spec), field(3, &[])].concat();
+        let type_meta = [field(1, b"apps/v1"), field(2, b"Deployment")].concat();
+        let body = [MAGIC.to_vec(), field(1, &type_meta), field(2, &deployment)].concat();
+        let v = decode(&body).unwrap();
+        assert_eq!(v["kind"], "Deployment");
+        assert_eq!(v["spec"]["replicas"], 0, "an explicit zero replicas stays");
+        assert!(v["spec"].get("minReadySeconds").is_none());
+        assert_eq!(v["spec"]["selector"]["matchLabels"]["app"], "web");
+        assert_eq!(v["spec"]["template"]["metadata"]["labels"]["app"], "web");
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx:1"
+        );
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["resources"],
+            json!({})
+        );
+        assert_eq!(v["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
+        assert_eq!(v["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 2);
     }
 }

@@ -12,7 +12,9 @@ use tokio::sync::broadcast;
 use crate::app::App;
 use crate::config::{JobOutcome, Readiness};
 use crate::object;
-use crate::store::{Event, EventType};
+use crate::rollout::{self, DELAY_ANNOTATION, OUTCOME_ANNOTATION, READY_ANNOTATION};
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::store::{DeleteOptions, Event, EventType, WriteCtx};
 
 const MANAGER: &str = "kube-controller-manager";
 
@@ -63,7 +65,8 @@ pub async fn run(app: Arc<App>) {
     }
 }
 
-const WORKLOADS: &[&str] = &["deployments", "statefulsets", "daemonsets", "replicasets"];
+/// Workloads whose status is written directly (no pods).
+const WORKLOADS: &[&str] = &["statefulsets", "daemonsets"];
 
 impl Controllers {
     fn reconcile_all(self: &Arc<Self>) {
@@ -71,6 +74,12 @@ impl Controllers {
             for obj in self.app.store.all_of("apps", plural) {
                 self.workload(plural, &obj);
             }
+        }
+        for obj in self.app.store.all_of("apps", "deployments") {
+            self.deployment(&obj);
+        }
+        for obj in self.app.store.all_of("apps", "replicasets") {
+            self.replica_set(&obj);
         }
         for obj in self.app.store.all_of("", "pods") {
             self.pod(&obj);
@@ -86,13 +95,27 @@ impl Controllers {
     }
 
     fn on_event(self: &Arc<Self>, event: &Event) {
+        let obj = &event.object;
         if event.kind == EventType::Deleted {
+            // Owners notice their dependents going away (and replace them).
+            match (event.group.as_str(), event.plural.as_str()) {
+                ("", "pods") => self.owner_of(obj, "ReplicaSet", "replicasets"),
+                ("apps", "replicasets") => self.owner_of(obj, "Deployment", "deployments"),
+                _ => {}
+            }
             return;
         }
-        let obj = &event.object;
         match (event.group.as_str(), event.plural.as_str()) {
             ("apps", plural) if WORKLOADS.contains(&plural) => self.workload(plural, obj),
-            ("", "pods") => self.pod(obj),
+            ("apps", "deployments") => self.deployment(obj),
+            ("apps", "replicasets") => {
+                self.replica_set(obj);
+                self.owner_of(obj, "Deployment", "deployments");
+            }
+            ("", "pods") => {
+                self.pod(obj);
+                self.owner_of(obj, "ReplicaSet", "replicasets");
+            }
             ("batch", "jobs") => self.job(obj),
             ("", "secrets") => self.token_secret(obj),
             ("", "namespaces") if object::is_deleting(obj) => self.namespace(object::name(obj)),
@@ -124,6 +147,19 @@ impl Controllers {
         });
     }
 
+    /// The workload's readiness: the simulation's, or never when it or its pod template is
+    /// annotated `kube-test-server/ready: never`.
+    fn readiness_of(&self, obj: &Value) -> Readiness {
+        let never = |o: Option<&Value>| {
+            o.and_then(|o| rollout::annotation(o, READY_ANNOTATION)) == Some("never")
+        };
+        if never(Some(obj)) || never(obj.pointer("/spec/template")) {
+            Readiness::Never
+        } else {
+            self.app.simulation().workloads
+        }
+    }
+
     fn workload(self: &Arc<Self>, plural: &str, obj: &Value) {
         if object::is_deleting(obj) {
             return;
@@ -133,7 +169,7 @@ impl Controllers {
             .pointer("/status/observedGeneration")
             .and_then(Value::as_i64);
         let ready = is_ready(plural, obj);
-        let readiness = self.app.simulation().workloads;
+        let readiness = self.readiness_of(obj);
         let r = ObjectRef::of("apps", plural, obj);
         if observed == Some(generation) && (ready || readiness == Readiness::Never) {
             return;
@@ -166,22 +202,258 @@ impl Controllers {
         }
     }
 
+    /// Reconciles the controller (of `kind`, resource `plural`) of a dependent.
+    fn owner_of(self: &Arc<Self>, dependent: &Value, kind: &str, plural: &str) {
+        let Some(name) = rollout::controller_name(dependent, kind) else {
+            return;
+        };
+        let Some(rt) = self.app.store.resolve("apps", "v1", plural) else {
+            return;
+        };
+        if let Ok(owner) = self.app.store.get(&rt, object::namespace(dependent), name) {
+            match plural {
+                "deployments" => self.deployment(&owner),
+                _ => self.replica_set(&owner),
+            }
+        }
+    }
+
+    /// Objects of a resource in a namespace controlled by `owner` (not terminating).
+    fn controlled(&self, group: &str, plural: &str, kind: &str, owner: &Value) -> Vec<Value> {
+        let (version, namespace, uid) = ("v1", object::namespace(owner), object::uid(owner));
+        let Some(rt) = self.app.store.resolve(group, version, plural) else {
+            return Vec::new();
+        };
+        self.app
+            .store
+            .list(
+                &rt,
+                Some(namespace),
+                &LabelSelector::everything(),
+                &FieldSelector::default(),
+            )
+            .0
+            .into_iter()
+            .filter(|o| rollout::controller_uid(o, kind) == Some(uid) && !object::is_deleting(o))
+            .collect()
+    }
+
+    fn create_as_manager(&self, group: &str, plural: &str, obj: Value) {
+        let Some(rt) = self.app.store.resolve(group, "v1", plural) else {
+            return;
+        };
+        let ctx = WriteCtx {
+            manager: MANAGER.into(),
+            dry_run: false,
+        };
+        let namespace = object::namespace(&obj).to_string();
+        let _ = self.app.store.create(&rt, &namespace, obj, &ctx);
+    }
+
+    /// The deployment controller: one ReplicaSet per pod template (named by its hash, revision
+    /// annotation bumped when it becomes current), scaled to `spec.replicas`; old ReplicaSets
+    /// scaled to zero once the new one is available; the Deployment's status from them.
+    fn deployment(self: &Arc<Self>, obj: &Value) {
+        if object::is_deleting(obj) {
+            return;
+        }
+        let (namespace, name) = (object::namespace(obj), object::name(obj));
+        let desired = rollout::int(obj, "/spec/replicas", 1);
+        let paused = obj.pointer("/spec/paused") == Some(&json!(true));
+        let template = obj.pointer("/spec/template").cloned().unwrap_or(json!({}));
+        let hash = rollout::template_hash(&template);
+        let owned = self.controlled("apps", "replicasets", "Deployment", obj);
+        let max_revision = owned.iter().map(rollout::revision).max().unwrap_or(0);
+        let current = owned
+            .iter()
+            .find(|rs| rs.pointer("/metadata/labels/pod-template-hash") == Some(&json!(hash)));
+        let Some(current) = current else {
+            if !paused {
+                // Its creation event brings us back here.
+                self.create_as_manager(
+                    "apps",
+                    "replicasets",
+                    rollout::new_replica_set(obj, &hash, max_revision + 1),
+                );
+            }
+            return;
+        };
+        let rs_name = object::name(current).to_string();
+        let current_revision = rollout::revision(current);
+        let is_newest = owned
+            .iter()
+            .all(|rs| object::name(rs) == rs_name || rollout::revision(rs) < current_revision);
+        let revision = if is_newest {
+            current_revision
+        } else {
+            max_revision + 1
+        };
+        if !paused {
+            self.app.store.controller_update(
+                "apps",
+                "replicasets",
+                namespace,
+                &rs_name,
+                MANAGER,
+                |rs| {
+                    let before = rs.clone();
+                    rs["spec"]["replicas"] = json!(desired);
+                    if !rs["metadata"]["annotations"].is_object() {
+                        rs["metadata"]["annotations"] = json!({});
+                    }
+                    let a = &mut rs["metadata"]["annotations"];
+                    a[rollout::REVISION_ANNOTATION] = json!(revision.to_string());
+                    a[rollout::DESIRED_REPLICAS_ANNOTATION] = json!(desired.to_string());
+                    *rs != before
+                },
+            );
+            let new_available = rollout::int(current, "/status/availableReplicas", 0) >= desired
+                && rollout::int(current, "/status/observedGeneration", 0)
+                    == object::generation(current);
+            if new_available {
+                for old in owned.iter().filter(|rs| object::name(rs) != rs_name) {
+                    if rollout::int(old, "/spec/replicas", 1) != 0 {
+                        self.app.store.controller_update(
+                            "apps",
+                            "replicasets",
+                            namespace,
+                            object::name(old),
+                            MANAGER,
+                            |rs| {
+                                rs["spec"]["replicas"] = json!(0);
+                                true
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        let generation = object::generation(obj);
+        // Read before the update: the store is locked while `controller_update` runs.
+        let owned = self.controlled("apps", "replicasets", "Deployment", obj);
+        self.app
+            .store
+            .controller_update("apps", "deployments", namespace, name, MANAGER, |d| {
+                if object::generation(d) != generation {
+                    return false;
+                }
+                let new = owned.iter().find(|rs| object::name(rs) == rs_name);
+                let status = rollout::deployment_status(d, new, &owned);
+                let before = d.clone();
+                d["status"] = status;
+                if !d["metadata"]["annotations"].is_object() {
+                    d["metadata"]["annotations"] = json!({});
+                }
+                d["metadata"]["annotations"][rollout::REVISION_ANNOTATION] =
+                    json!(revision.to_string());
+                *d != before
+            });
+    }
+
+    /// The replica-set controller: as many pods as `spec.replicas`, its status from them.
+    fn replica_set(self: &Arc<Self>, obj: &Value) {
+        if object::is_deleting(obj) {
+            return;
+        }
+        let want = usize::try_from(rollout::int(obj, "/spec/replicas", 1)).unwrap_or(0);
+        let mut pods = self.controlled("", "pods", "ReplicaSet", obj);
+        if pods.len() < want {
+            for _ in pods.len()..want {
+                self.create_as_manager("", "pods", rollout::new_pod(obj));
+            }
+            pods = self.controlled("", "pods", "ReplicaSet", obj);
+        } else if pods.len() > want {
+            // Not-ready pods go first, then the youngest.
+            pods.sort_by_key(|p| {
+                (
+                    !rollout::pod_is_ready(p),
+                    object::str_at(p, "/metadata/creationTimestamp").to_string(),
+                )
+            });
+            if let Some(rt) = self.app.store.resolve("", "v1", "pods") {
+                for extra in pods.iter().skip(want).rev() {
+                    let _ = self.app.store.delete(
+                        &rt,
+                        object::namespace(extra),
+                        object::name(extra),
+                        &DeleteOptions::default(),
+                    );
+                }
+            }
+            pods = self.controlled("", "pods", "ReplicaSet", obj);
+        }
+        let status = rollout::replica_set_status(obj, &pods);
+        let generation = object::generation(obj);
+        self.app.store.controller_update(
+            "apps",
+            "replicasets",
+            object::namespace(obj),
+            object::name(obj),
+            MANAGER,
+            |rs| {
+                if object::generation(rs) != generation {
+                    return false;
+                }
+                let before = rs.clone();
+                rs["status"] = status;
+                *rs != before
+            },
+        );
+    }
+
+    /// What a pod becomes and when: pods of workloads run and become Ready (not Ready when the
+    /// workload's readiness is never or the pod is annotated `kube-test-server/ready: never`);
+    /// bare pods reach the simulation's phase, hook pods (`helm.sh/hook`) run to `Succeeded`,
+    /// and `kube-test-server/outcome` names the phase of any bare pod.
+    fn pod_target(&self, obj: &Value) -> (String, bool, Duration) {
+        let sim = self.app.simulation();
+        let delay = rollout::annotation(obj, DELAY_ANNOTATION)
+            .and_then(|d| d.parse::<u64>().ok())
+            .map(Duration::from_millis);
+        let owned = !object::owner_uids(obj).is_empty();
+        if owned {
+            let never = rollout::annotation(obj, READY_ANNOTATION) == Some("never");
+            return match (never, sim.workloads) {
+                // Pods that are ready stay ready when the simulation turns to never.
+                (false, Readiness::Never) if rollout::pod_is_ready(obj) => {
+                    ("Running".into(), true, sim.pod_delay)
+                }
+                (true, _) | (_, Readiness::Never) => {
+                    ("Running".into(), false, delay.unwrap_or(sim.pod_delay))
+                }
+                (false, Readiness::After(d)) => ("Running".into(), true, delay.unwrap_or(d)),
+            };
+        }
+        let phase = match rollout::annotation(obj, OUTCOME_ANNOTATION) {
+            Some("Fail" | "Failed") => "Failed".to_string(),
+            Some("Complete" | "Succeeded") => "Succeeded".to_string(),
+            Some("Never") => "Running".to_string(),
+            _ if rollout::annotation(obj, "helm.sh/hook").is_some() => "Succeeded".to_string(),
+            _ => sim.pod_phase.clone(),
+        };
+        let ready = phase == "Running";
+        (phase, ready, delay.unwrap_or(sim.pod_delay))
+    }
+
     fn pod(self: &Arc<Self>, obj: &Value) {
-        let phase = self.app.simulation().pod_phase;
-        let delay = self.app.simulation().pod_delay;
+        let (phase, ready, delay) = self.pod_target(obj);
         let current = object::str_at(obj, "/status/phase");
-        if object::is_deleting(obj) || phase == "Pending" || current == phase {
+        if object::is_deleting(obj)
+            || phase == "Pending"
+            || (current == phase && rollout::pod_is_ready(obj) == ready)
+        {
             return;
         }
         let r = ObjectRef::of("", "pods", obj);
         let uid = object::uid(obj).to_string();
-        self.schedule((r.clone(), uid.clone()), delay, move |app| {
+        let key = format!("{uid}/{phase}/{ready}");
+        self.schedule((r.clone(), key), delay, move |app| {
             app.store
                 .controller_update("", "pods", &r.namespace, &r.name, "kubelet", |o| {
                     if object::uid(o) != uid {
                         return false;
                     }
-                    let status = pod_status(o, &phase);
+                    let status = pod_status(o, &phase, ready);
                     if let Some(m) = o.as_object_mut() {
                         m.insert("status".into(), status);
                     }
@@ -195,6 +467,15 @@ impl Controllers {
             return;
         }
         let sim = self.app.simulation();
+        let outcome = match rollout::annotation(obj, OUTCOME_ANNOTATION) {
+            Some("Fail" | "Failed") => JobOutcome::Fail,
+            Some("Complete" | "Succeeded") => JobOutcome::Complete,
+            Some("Never") => JobOutcome::Never,
+            _ => sim.jobs,
+        };
+        let delay = rollout::annotation(obj, DELAY_ANNOTATION)
+            .and_then(|d| d.parse::<u64>().ok())
+            .map_or(sim.job_delay, Duration::from_millis);
         let finished = obj
             .pointer("/status/conditions")
             .and_then(Value::as_array)
@@ -229,11 +510,10 @@ impl Controllers {
                 },
             );
         }
-        if sim.jobs == JobOutcome::Never {
+        if outcome == JobOutcome::Never {
             return;
         }
-        let outcome = sim.jobs;
-        self.schedule((r.clone(), uid.clone()), sim.job_delay, move |app| {
+        self.schedule((r.clone(), uid.clone()), delay, move |app| {
             app.store
                 .controller_update("batch", "jobs", &r.namespace, &r.name, MANAGER, |o| {
                     if object::uid(o) != uid {
@@ -360,25 +640,6 @@ fn workload_status(plural: &str, obj: &Value, ready: bool) -> Value {
     let r = if ready { n } else { 0 };
     let name = object::name(obj);
     match plural {
-        "deployments" => json!({
-            "observedGeneration": generation,
-            "replicas": n,
-            "updatedReplicas": n,
-            "readyReplicas": r,
-            "availableReplicas": r,
-            "unavailableReplicas": n - r,
-            "conditions": if ready {
-                vec![
-                    condition("Available", true, "MinimumReplicasAvailable", "Deployment has minimum availability."),
-                    condition("Progressing", true, "NewReplicaSetAvailable", &format!("ReplicaSet \"{name}\" has successfully progressed.")),
-                ]
-            } else {
-                vec![
-                    condition("Available", false, "MinimumReplicasUnavailable", "Deployment does not have minimum availability."),
-                    condition("Progressing", true, "ReplicaSetUpdated", &format!("ReplicaSet \"{name}\" is progressing.")),
-                ]
-            },
-        }),
         "statefulsets" => json!({
             "observedGeneration": generation,
             "replicas": n,
@@ -390,7 +651,7 @@ fn workload_status(plural: &str, obj: &Value, ready: bool) -> Value {
             "updateRevision": format!("{name}-{generation}"),
             "collisionCount": 0,
         }),
-        "daemonsets" => json!({
+        _ => json!({
             "observedGeneration": generation,
             "desiredNumberScheduled": 1,
             "currentNumberScheduled": 1,
@@ -400,18 +661,12 @@ fn workload_status(plural: &str, obj: &Value, ready: bool) -> Value {
             "numberUnavailable": i64::from(!ready),
             "numberMisscheduled": 0,
         }),
-        _ => json!({
-            "observedGeneration": generation,
-            "replicas": n,
-            "fullyLabeledReplicas": n,
-            "readyReplicas": r,
-            "availableReplicas": r,
-        }),
     }
 }
 
-fn pod_status(obj: &Value, phase: &str) -> Value {
-    let running = phase == "Running";
+fn pod_status(obj: &Value, phase: &str, ready: bool) -> Value {
+    let started = phase == "Running";
+    let running = started && ready;
     let now = object::now();
     let containers: Vec<Value> = obj
         .pointer("/spec/containers")
@@ -425,7 +680,7 @@ fn pod_status(obj: &Value, phase: &str) -> Value {
                         _ => json!({"terminated": {"exitCode": 1, "reason": "Error", "startedAt": now, "finishedAt": now}}),
                     };
                     json!({"name": c.get("name").cloned().unwrap_or(json!("")), "image": c.get("image").cloned().unwrap_or(json!("")),
-                           "imageID": "", "ready": running, "started": running, "restartCount": 0, "state": state})
+                           "imageID": "", "ready": running, "started": started, "restartCount": 0, "state": state})
                 })
                 .collect()
         })

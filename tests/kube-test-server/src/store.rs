@@ -1335,10 +1335,43 @@ impl Inner {
                         .or_insert_with(|| json!("None"));
                 }
             }
-            ("apps", "deployments" | "statefulsets" | "replicasets") => {
+            ("apps", plural @ ("deployments" | "statefulsets" | "replicasets" | "daemonsets")) => {
                 let spec = m.entry("spec").or_insert_with(|| json!({}));
                 if let Some(spec) = spec.as_object_mut() {
-                    spec.entry("replicas").or_insert_with(|| json!(1));
+                    if plural != "daemonsets" {
+                        spec.entry("replicas").or_insert_with(|| json!(1));
+                    }
+                    // What the apps/v1 defaulting of kube-apiserver adds.
+                    match plural {
+                        "deployments" => {
+                            spec.entry("strategy").or_insert_with(|| {
+                                json!({"type": "RollingUpdate",
+                                       "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+                            });
+                            spec.entry("revisionHistoryLimit")
+                                .or_insert_with(|| json!(10));
+                            spec.entry("progressDeadlineSeconds")
+                                .or_insert_with(|| json!(600));
+                        }
+                        "statefulsets" => {
+                            spec.entry("updateStrategy").or_insert_with(|| {
+                                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+                            });
+                            spec.entry("podManagementPolicy")
+                                .or_insert_with(|| json!("OrderedReady"));
+                            spec.entry("revisionHistoryLimit")
+                                .or_insert_with(|| json!(10));
+                        }
+                        "daemonsets" => {
+                            spec.entry("updateStrategy").or_insert_with(|| {
+                                json!({"type": "RollingUpdate",
+                                       "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+                            });
+                            spec.entry("revisionHistoryLimit")
+                                .or_insert_with(|| json!(10));
+                        }
+                        _ => {}
+                    }
                 }
             }
             ("apiextensions.k8s.io", "customresourcedefinitions") => {

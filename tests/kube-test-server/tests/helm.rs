@@ -67,3 +67,246 @@ fn helm_install_upgrade_list_status_uninstall() {
     );
     assert!(!h.ok(&["list", "--namespace", "default"]).contains("r1"));
 }
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .to_str()
+        .expect("utf-8 path")
+        .to_string()
+}
+
+fn history(h: &common::Client, release: &str) -> Vec<(i64, String)> {
+    let out = h.ok(&["history", release, "--namespace", "default", "-o", "json"]);
+    let entries: serde_json::Value = serde_json::from_str(&out).expect("history json");
+    entries
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|e| {
+            (
+                e["revision"].as_i64().unwrap_or(0),
+                e["status"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn helm_install_wait_and_atomic_upgrade_rolls_back() {
+    let s = TestServer::start_blocking(ServerConfig::default()).expect("server");
+    let Some(h) = helm(&s) else { return };
+    let chart = fixture("chart");
+    h.ok(&[
+        "install",
+        "r1",
+        &chart,
+        "--namespace",
+        "default",
+        "--wait",
+        "--timeout",
+        "60s",
+    ]);
+    let d = s
+        .get("apps/v1", "Deployment", "default", "r1-web")
+        .expect("deployment");
+    assert_eq!(
+        d["status"]["availableReplicas"], 1,
+        "--wait returned before ready: {}",
+        d["status"]
+    );
+    let sets = s.list("apps/v1", "ReplicaSet", Some("default"));
+    assert_eq!(sets.len(), 1);
+
+    h.ok(&[
+        "upgrade",
+        "r1",
+        &chart,
+        "--namespace",
+        "default",
+        "--wait",
+        "--timeout",
+        "60s",
+        "--set",
+        "replicas=2",
+    ]);
+    assert_eq!(
+        s.get("apps/v1", "Deployment", "default", "r1-web")
+            .expect("d")["status"]["readyReplicas"],
+        2
+    );
+
+    // New pods that never become ready: --atomic rolls back after the timeout.
+    let err = h.fails(
+        &[
+            "upgrade",
+            "r1",
+            &chart,
+            "--namespace",
+            "default",
+            "--wait",
+            "--atomic",
+            "--timeout",
+            "3s",
+            "--set",
+            "replicas=2,neverReady=true",
+        ],
+        "",
+    );
+    assert!(err.contains("has been rolled back"), "{err}");
+    let revisions = history(&h, "r1");
+    assert_eq!(
+        revisions,
+        [
+            (1, "superseded".into()),
+            (2, "superseded".into()),
+            (3, "failed".into()),
+            (4, "deployed".into())
+        ],
+    );
+    let d = s
+        .get("apps/v1", "Deployment", "default", "r1-web")
+        .expect("d");
+    assert!(
+        d["spec"]["template"]["metadata"]["annotations"].is_null(),
+        "template rolled back"
+    );
+    // The ReplicaSet of revision 2 is current again and serves.
+    assert!(common::eventually(10, || s
+        .get("apps/v1", "Deployment", "default", "r1-web")
+        .is_some_and(
+            |d| d["status"]["availableReplicas"] == 2 && d["status"]["updatedReplicas"] == 2
+        )));
+}
+
+#[test]
+fn helm_hooks_run_in_weight_order_with_delete_policies() {
+    let s = TestServer::start_blocking(ServerConfig::default()).expect("server");
+    let Some(h) = helm(&s) else { return };
+    let chart = fixture("hooks-chart");
+    h.ok(&[
+        "install",
+        "h1",
+        &chart,
+        "--namespace",
+        "default",
+        "--timeout",
+        "60s",
+    ]);
+    let position = |name: &str| {
+        s.requests()
+            .iter()
+            .position(|r| r.query.contains(&format!("metadata.name%3D{name}")))
+            .unwrap_or_else(|| panic!("helm watched {name}"))
+    };
+    assert!(
+        position("h1-setup") < position("h1-seed"),
+        "weight -5 before weight 5"
+    );
+    assert!(
+        s.get("batch/v1", "Job", "default", "h1-setup").is_none(),
+        "hook-succeeded: deleted"
+    );
+    let seed = s
+        .get("batch/v1", "Job", "default", "h1-seed")
+        .expect("hook-failed: kept on success");
+    assert!(seed["status"]["succeeded"] == 1);
+    let pod = s
+        .get("v1", "Pod", "default", "h1-check")
+        .expect("post-install pod");
+    assert_eq!(pod["status"]["phase"], "Succeeded");
+    assert!(
+        s.get("batch/v1", "Job", "default", "h1-migrate").is_none(),
+        "post-upgrade not run"
+    );
+    let status: serde_json::Value =
+        serde_json::from_str(&h.ok(&["status", "h1", "--namespace", "default", "-o", "json"]))
+            .expect("status json");
+    let hooks = status["hooks"].as_array().expect("hooks");
+    let phase = |name: &str| {
+        hooks
+            .iter()
+            .find(|x| x["name"] == name)
+            .map(|x| x["last_run"]["phase"].clone())
+    };
+    assert_eq!(phase("h1-setup"), Some(serde_json::json!("Succeeded")));
+    assert_eq!(phase("h1-check"), Some(serde_json::json!("Succeeded")));
+    assert_eq!(phase("h1-migrate"), Some(serde_json::json!("")));
+
+    // A failing post-upgrade hook Job fails the upgrade with the Job's reason.
+    let err = h.fails(
+        &[
+            "upgrade",
+            "h1",
+            &chart,
+            "--namespace",
+            "default",
+            "--timeout",
+            "60s",
+            "--set",
+            "failPostUpgrade=true",
+        ],
+        "",
+    );
+    assert!(
+        err.contains("post-upgrade hooks failed")
+            && err.contains("job h1-migrate failed: BackoffLimitExceeded"),
+        "{err}"
+    );
+    // Helm supersedes the previous revision only after the post-upgrade hooks succeeded.
+    assert_eq!(
+        history(&h, "h1"),
+        [(1, "deployed".into()), (2, "failed".into())]
+    );
+}
+
+#[test]
+fn helm_wait_reads_statefulset_and_daemonset_status() {
+    let s = TestServer::start_blocking(ServerConfig::default().workloads(
+        kube_test_server::Readiness::After(std::time::Duration::from_millis(500)),
+    ))
+    .expect("server");
+    let Some(h) = helm(&s) else { return };
+    let chart = fixture("workloads-chart");
+    h.ok(&[
+        "install",
+        "w1",
+        &chart,
+        "--namespace",
+        "default",
+        "--wait",
+        "--timeout",
+        "60s",
+    ]);
+    let sts = s
+        .get("apps/v1", "StatefulSet", "default", "w1-db")
+        .expect("sts");
+    assert_eq!(
+        sts["status"]["readyReplicas"], 2,
+        "--wait returned before ready: {}",
+        sts["status"]
+    );
+    assert_eq!(
+        sts["spec"]["updateStrategy"]["type"], "RollingUpdate",
+        "defaulted, so helm checks it"
+    );
+    s.set_readiness(kube_test_server::Readiness::Never);
+    let err = h.fails(
+        &[
+            "install",
+            "w2",
+            &chart,
+            "--namespace",
+            "default",
+            "--wait",
+            "--timeout",
+            "2s",
+        ],
+        "",
+    );
+    assert!(
+        err.contains("context deadline exceeded") || err.contains("timed out"),
+        "{err}"
+    );
+}

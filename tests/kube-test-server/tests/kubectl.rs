@@ -421,3 +421,121 @@ fn faults_fail_requests_and_make_the_server_unreachable() {
     s.set_unreachable(false);
     k.ok(&["get", "cm"]);
 }
+
+#[test]
+fn create_deployment_rollout_status_scale_and_set_image() {
+    let s = server(ServerConfig::default());
+    let Some(k) = kubectl(&s) else { return };
+    // kubectl sends apps types as protobuf.
+    k.ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1",
+        "--replicas=2",
+    ]);
+    assert!(
+        s.requests().iter().any(|r| r.method == "POST"
+            && r.path.ends_with("/deployments")
+            && r.content_type.contains("protobuf")),
+        "kubectl create deployment sent protobuf"
+    );
+    let d = s
+        .get("apps/v1", "Deployment", "default", "web")
+        .expect("deployment");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1"
+    );
+    assert_eq!(d["spec"]["selector"]["matchLabels"]["app"], "web");
+    let out = k.ok(&["rollout", "status", "deployment/web", "--timeout=30s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+
+    let out = k.ok(&["scale", "deployment/web", "--replicas=3"]);
+    assert!(out.contains("scaled"), "{out}");
+    assert!(eventually(10, || s
+        .list_selected("v1", "Pod", Some("default"), "app=web")
+        .len()
+        == 3));
+    let scale: Value = serde_json::from_str(&k.ok(&[
+        "get",
+        "--raw",
+        "/apis/apps/v1/namespaces/default/deployments/web/scale",
+    ]))
+    .expect("scale json");
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["spec"]["replicas"], 3);
+    assert_eq!(scale["status"]["selector"], "app=web");
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=30s"]);
+
+    // A template change rolls out a second ReplicaSet; the first is scaled to zero.
+    k.ok(&["set", "image", "deployment/web", "nginx=nginx:2"]);
+    let out = k.ok(&["rollout", "status", "deployment/web", "--timeout=30s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    assert!(eventually(10, || {
+        let sets = s.list("apps/v1", "ReplicaSet", Some("default"));
+        sets.len() == 2
+            && sets.iter().any(|rs| {
+                rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+                    && rs["status"]["readyReplicas"] == 3
+            })
+            && sets.iter().any(|rs| {
+                rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+                    && rs["spec"]["replicas"] == 0
+            })
+    }));
+    assert!(eventually(10, || s
+        .list_selected("v1", "Pod", Some("default"), "app=web")
+        .iter()
+        .all(|p| p["spec"]["containers"][0]["image"] == "nginx:2")));
+    let history = k.ok(&["rollout", "history", "deployment/web"]);
+    assert!(history.contains('1') && history.contains('2'), "{history}");
+
+    // Scaling a statefulset through the subresource.
+    k.ok_with_input(
+        &["apply", "-f", "-"],
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\nspec:\n  serviceName: db\n  replicas: 1\n  selector:\n    matchLabels: {app: db}\n  template:\n    metadata:\n      labels: {app: db}\n    spec:\n      containers:\n      - name: db\n        image: postgres\n",
+    );
+    k.ok(&["scale", "statefulset/db", "--replicas=2"]);
+    assert_eq!(
+        s.get("apps/v1", "StatefulSet", "default", "db")
+            .expect("sts")["spec"]["replicas"],
+        2
+    );
+    k.ok(&["rollout", "status", "statefulset/db", "--timeout=30s"]);
+}
+
+#[test]
+fn rollout_status_waits_for_a_never_ready_deployment() {
+    let s = server(ServerConfig::default());
+    let Some(k) = kubectl(&s) else { return };
+    k.ok(&["create", "deployment", "web", "--image=nginx:1"]);
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=30s"]);
+    // A new template whose pods never become ready: the old pods keep serving.
+    k.ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "-p",
+        r#"{"spec":{"template":{"metadata":{"annotations":{"kube-test-server/ready":"never"}}}}}"#,
+    ]);
+    let err = k.fails(&["rollout", "status", "deployment/web", "--timeout=2s"], "");
+    assert!(
+        err.contains("timed out") || err.contains("exceeded"),
+        "{err}"
+    );
+    let d = s.get("apps/v1", "Deployment", "default", "web").expect("d");
+    assert_eq!(d["status"]["availableReplicas"], 1, "{}", d["status"]);
+    assert_eq!(d["status"]["conditions"][0]["status"], "True");
+    // Undo: the first ReplicaSet becomes current again (revision 3).
+    k.ok(&["rollout", "undo", "deployment/web"]);
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=30s"]);
+    let sets = s.list("apps/v1", "ReplicaSet", Some("default"));
+    assert!(
+        sets.iter().any(
+            |rs| rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+                && rs["spec"]["replicas"] == 1
+        ),
+        "{sets:?}"
+    );
+}

@@ -83,3 +83,122 @@ fn owner_references_cascade_and_orphan() {
     assert_eq!((err.code, err.reason), (422, "Invalid"));
     assert_eq!(err.details.causes[0].field, "metadata.name");
 }
+
+#[test]
+fn deployments_roll_out_through_replica_sets_and_pods() {
+    let s = TestServer::start_blocking(ServerConfig::default()).expect("server");
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}});
+    s.create(deployment).expect("deployment");
+    assert!(eventually(10, || s
+        .get("apps/v1", "Deployment", "default", "web")
+        .is_some_and(|d| d["status"]["availableReplicas"] == 2
+            && d["status"]["updatedReplicas"] == 2
+            && d["status"]["observedGeneration"] == 1)));
+    // Settled: no controller keeps writing.
+    let rv = s.resource_version();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(s.resource_version(), rv, "controllers settle");
+    let d = s.get("apps/v1", "Deployment", "default", "web").expect("d");
+    let uid = d["metadata"]["uid"].clone();
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "1"
+    );
+    let conditions = d["status"]["conditions"].as_array().expect("conditions");
+    assert_eq!(conditions[0]["type"], "Available");
+    assert_eq!(conditions[1]["reason"], "NewReplicaSetAvailable");
+    let sets = s.list("apps/v1", "ReplicaSet", Some("default"));
+    assert_eq!(sets.len(), 1);
+    let first = sets[0].clone();
+    let hash = first["metadata"]["labels"]["pod-template-hash"]
+        .as_str()
+        .expect("hash")
+        .to_string();
+    assert_eq!(first["metadata"]["name"], format!("web-{hash}"));
+    assert_eq!(first["metadata"]["ownerReferences"][0]["uid"], uid);
+    assert_eq!(
+        first["spec"]["selector"]["matchLabels"]["pod-template-hash"],
+        hash.as_str()
+    );
+    let pods = s.list_selected(
+        "v1",
+        "Pod",
+        Some("default"),
+        &format!("pod-template-hash={hash}"),
+    );
+    assert_eq!(pods.len(), 2);
+    assert!(
+        pods.iter()
+            .all(|p| p["metadata"]["ownerReferences"][0]["name"] == first["metadata"]["name"])
+    );
+
+    // Deleting the Deployment collects its ReplicaSets and their pods (rollouts: kubectl.rs).
+    s.delete("apps/v1", "Deployment", "default", "web")
+        .expect("delete");
+    assert!(
+        eventually(5, || s.list("v1", "Pod", Some("default")).is_empty()
+            && s.list("apps/v1", "ReplicaSet", Some("default")).is_empty()),
+        "collected"
+    );
+
+    // A pod template annotated never-ready: pods run but are not Ready, the Deployment waits.
+    s.create(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "stuck"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "stuck"}},
+                 "template": {"metadata": {"labels": {"app": "stuck"}, "annotations": {"kube-test-server/ready": "never"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}}))
+        .expect("stuck");
+    assert!(eventually(5, || s
+        .list_selected("v1", "Pod", Some("default"), "app=stuck")
+        .first()
+        .is_some_and(|p| p["status"]["phase"] == "Running")));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let stuck = s
+        .get("apps/v1", "Deployment", "default", "stuck")
+        .expect("stuck");
+    assert_eq!(
+        stuck["status"]["conditions"][0]["status"], "False",
+        "{stuck}"
+    );
+    assert_eq!(stuck["status"]["unavailableReplicas"], 1);
+}
+
+#[test]
+fn jobs_and_pods_follow_their_test_annotations() {
+    let s = TestServer::start_blocking(ServerConfig::default()).expect("server");
+    s.create(json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "f", "annotations": {"kube-test-server/outcome": "Fail", "kube-test-server/delay-ms": "200"}},
+        "spec": {}}))
+        .expect("job");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(
+        s.get("batch/v1", "Job", "default", "f").expect("job")["status"]["active"],
+        1,
+        "still running"
+    );
+    assert!(eventually(5, || s
+        .get("batch/v1", "Job", "default", "f")
+        .is_some_and(|j| j["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs
+                .iter()
+                .any(|c| c["type"] == "Failed"
+                    && c["status"] == "True"
+                    && c["reason"] == "BackoffLimitExceeded")))));
+    let pod = |name: &str, annotations: serde_json::Value| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations},
+               "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    };
+    s.create(pod("hook", json!({"helm.sh/hook": "pre-install"})))
+        .expect("pod");
+    s.create(pod("bad", json!({"kube-test-server/outcome": "Failed"})))
+        .expect("pod");
+    assert!(eventually(5, || s
+        .get("v1", "Pod", "default", "hook")
+        .is_some_and(|p| p["status"]["phase"] == "Succeeded")));
+    assert!(eventually(5, || s
+        .get("v1", "Pod", "default", "bad")
+        .is_some_and(|p| p["status"]["phase"] == "Failed")));
+}

@@ -12,6 +12,7 @@
 //! ```
 
 pub mod config;
+pub mod release;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -74,6 +74,9 @@ pub struct Rendered {
     pub crds: Vec<(String, String)>,
     pub manifests: Vec<Manifest>,
     pub hooks: Vec<Manifest>,
+    /// The chart's own rendered `templates/NOTES.txt` (subcharts' notes are not kept), as
+    /// Helm stores it in a release's `info.notes`; empty without one.
+    pub notes: String,
 }
 
 /// User values from `-f` files (YAML texts, merged in order) and `--set-json`, `--set`,
@@ -319,6 +322,10 @@ pub fn render_limited(
         t.insert("Capabilities".into(), opts.capabilities.to_value());
     }
     let mut files = engine::render(&chart, &top, limits)?;
+    let notes = files
+        .get(&format!("{}/templates/NOTES.txt", chart.name()))
+        .cloned()
+        .unwrap_or_default();
     files.retain(|k, _| !k.ends_with("NOTES.txt"));
     let (hooks, manifests) = sort::sort_manifests(&files)?;
     let crds = if opts.include_crds {
@@ -334,6 +341,7 @@ pub fn render_limited(
         crds,
         manifests,
         hooks,
+        notes,
     })
 }
 

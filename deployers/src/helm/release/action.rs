@@ -291,7 +291,10 @@ async fn build(
                 reference.name
             )));
         }
-        let info = match client.resolve(&reference.api_version, &reference.kind).await {
+        let info = match client
+            .resolve(&reference.api_version, &reference.kind)
+            .await
+        {
             Ok(info) => info,
             Err(ClusterError::NoMatch { .. }) if lenient => continue,
             Err(e @ ClusterError::NoMatch { .. }) => {
@@ -481,11 +484,7 @@ async fn create_namespace(client: &dyn ClusterClient, namespace: &str) -> Result
         "metadata": {"name": namespace, "labels": {"name": namespace}}});
     match client.create(&object).await {
         Ok(_) | Err(ClusterError::Api { code: 409, .. } | ClusterError::Conflict(_)) => Ok(()),
-        Err(e) => Err(ActionError::cluster(
-            "creating",
-            &ObjectRef::of(&object),
-            e,
-        )),
+        Err(e) => Err(ActionError::cluster("creating", &ObjectRef::of(&object), e)),
     }
 }
 
@@ -591,7 +590,12 @@ async fn update_object(
         .patch(reference, &crate::kubernetes::Patch::Merge(patch))
         .await
         .map(|_| ())
-        .map_err(|e| format!("cannot patch {:?} with kind {}: {e}", reference.name, reference.kind))
+        .map_err(|e| {
+            format!(
+                "cannot patch {:?} with kind {}: {e}",
+                reference.name, reference.kind
+            )
+        })
 }
 
 /// `helm upgrade` of the release in `history` to `spec` at the revision [`Plan::of`] gave.
@@ -615,9 +619,22 @@ pub async fn upgrade(
     }
     let mut current = history.deployed().unwrap_or(last).clone();
     let revision = history.next_revision();
-    let current_objects =
-        build(client, &current.manifest, &spec.namespace, "current release", true).await?;
-    let mut targets = build(client, &spec.manifest, &spec.namespace, "new release", false).await?;
+    let current_objects = build(
+        client,
+        &current.manifest,
+        &spec.namespace,
+        "current release",
+        true,
+    )
+    .await?;
+    let mut targets = build(
+        client,
+        &spec.manifest,
+        &spec.namespace,
+        "new release",
+        false,
+    )
+    .await?;
     for object in &mut targets {
         set_ownership(&mut object.value, &spec.name, &spec.namespace);
     }
@@ -644,7 +661,10 @@ pub async fn upgrade(
     }
     storage.create(&release, options.max_history).await?;
     if let Err(e) = run_hooks(client, &mut release, "pre-upgrade").await {
-        let message = format!("Upgrade {:?} failed: pre-upgrade hooks failed: {e}", spec.name);
+        let message = format!(
+            "Upgrade {:?} failed: pre-upgrade hooks failed: {e}",
+            spec.name
+        );
         return Err(fail(&storage, &mut release, message).await);
     }
 
@@ -697,7 +717,10 @@ pub async fn upgrade(
         return Err(fail(&storage, &mut release, message).await);
     }
     if let Err(e) = run_hooks(client, &mut release, "post-upgrade").await {
-        let message = format!("Upgrade {:?} failed: post-upgrade hooks failed: {e}", spec.name);
+        let message = format!(
+            "Upgrade {:?} failed: post-upgrade hooks failed: {e}",
+            spec.name
+        );
         return Err(fail(&storage, &mut release, message).await);
     }
     if current.version != release.version {
@@ -756,7 +779,10 @@ pub async fn uninstall(
         objects.sort_by_key(|o| uninstall_rank(&o.reference.kind));
         for object in &objects {
             if object.annotation(RESOURCE_POLICY_ANNOTATION) == Some(KEEP_POLICY) {
-                kept.push(format!("[{}] {}", object.reference.kind, object.reference.name));
+                kept.push(format!(
+                    "[{}] {}",
+                    object.reference.kind, object.reference.name
+                ));
                 continue;
             }
             match client.delete(&object.reference).await {

@@ -87,11 +87,8 @@ pub fn three_way_merge_patch(original: &Value, modified: &Value, current: &Value
                 }
             }
             Some(new) if old.is_object() && new.is_object() => {
-                let nested = three_way_merge_patch(
-                    old,
-                    new,
-                    current_map.get(key).unwrap_or(&Value::Null),
-                );
+                let nested =
+                    three_way_merge_patch(old, new, current_map.get(key).unwrap_or(&Value::Null));
                 if nested.as_object().is_some_and(|m| !m.is_empty()) {
                     patch.insert(key.clone(), nested);
                 }
@@ -107,11 +104,8 @@ pub fn three_way_merge_patch(original: &Value, modified: &Value, current: &Value
         match current_map.get(key) {
             Some(live) if live == new => {}
             Some(live) if live.is_object() && new.is_object() => {
-                let nested = three_way_merge_patch(
-                    original_map.get(key).unwrap_or(&Value::Null),
-                    new,
-                    live,
-                );
+                let nested =
+                    three_way_merge_patch(original_map.get(key).unwrap_or(&Value::Null), new, live);
                 if nested.as_object().is_some_and(|m| !m.is_empty()) {
                     patch.insert(key.clone(), nested);
                 }
@@ -145,8 +139,11 @@ mod tests {
         );
         let mut result = current.clone();
         json_patch::merge(&mut result, &patch);
-        assert_eq!(result, json!({"metadata": {"labels": {"a": "2", "ops": "y"}, "uid": "u"},
-            "data": {"k": "v", "new": "n"}}));
+        assert_eq!(
+            result,
+            json!({"metadata": {"labels": {"a": "2", "ops": "y"}, "uid": "u"},
+            "data": {"k": "v", "new": "n"}})
+        );
     }
 
     #[test]
@@ -166,7 +163,10 @@ mod tests {
         let live_cr = json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": {}});
         assert_eq!(upgrade_patch(&cr, &cr, &live_cr), None);
         let new_cr = json!({"apiVersion": "example.com/v1", "kind": "Widget", "spec": {"k": "w"}});
-        assert_eq!(upgrade_patch(&cr, &new_cr, &live_cr), Some(json!({"spec": {"k": "w"}})));
+        assert_eq!(
+            upgrade_patch(&cr, &new_cr, &live_cr),
+            Some(json!({"spec": {"k": "w"}}))
+        );
         assert!(is_built_in("apps/v1") && is_built_in("v1"));
         assert!(!is_built_in("apiextensions.k8s.io/v1") && !is_built_in("example.com/v1"));
     }
@@ -175,7 +175,8 @@ mod tests {
     fn differing_lists_are_replaced_whole() {
         let original = json!({"spec": {"ports": [{"port": 80}]}});
         let modified = json!({"spec": {"ports": [{"port": 81}]}});
-        let current = json!({"spec": {"ports": [{"port": 80, "protocol": "TCP"}], "clusterIP": "10.0.0.1"}});
+        let current =
+            json!({"spec": {"ports": [{"port": 80, "protocol": "TCP"}], "clusterIP": "10.0.0.1"}});
         assert_eq!(
             three_way_merge_patch(&original, &modified, &current),
             json!({"spec": {"ports": [{"port": 81}]}})

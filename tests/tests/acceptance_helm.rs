@@ -1,9 +1,10 @@
-//! The `helm` variants of acceptance scenarios 01, 02 and 12 in `../shared/acceptance`, with
-//! `helmDeployment: false` injected into every helm provider configuration (a documented test
-//! adaptation until real Helm releases are supported): the charts (`chart.archive.raw`, the
-//! guided tour's hello-world 1.0.0) are rendered in-process and applied to the workspace's
-//! Kubernetes test API server, where the objects are checked. The scenarios' oracles
-//! (`expected/helm.step-N.yaml`) are not compared: they hold the unmodified configurations.
+//! The `helm` variants of acceptance scenarios 01, 02 and 12 in `../shared/acceptance`, each
+//! run twice: unmodified (real Helm releases, `helmDeployment` defaulting to true), and with
+//! `helmDeployment: false` injected into every helm provider configuration (manifest-only
+//! mode). The charts (`chart.archive.raw`, the guided tour's hello-world 1.0.0) are rendered
+//! in-process and deployed to the workspace's Kubernetes test API server, where the objects
+//! (and, for releases, the Helm release records) are checked. The scenarios' oracles
+//! (`expected/helm.step-N.yaml`) are not compared.
 
 use std::time::Duration;
 
@@ -16,6 +17,24 @@ use serde_json::{Value, json};
 const STEP: Duration = Duration::from_secs(90);
 const HELM_TYPE: &str = "landscaper.gardener.cloud/helm";
 const HELM_LABEL: &str = "helm.deployer.landscaper.gardener.cloud/deployitem";
+
+/// How the scenario's helm items deploy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Unmodified: real Helm releases.
+    Release,
+    /// `helmDeployment: false` injected.
+    ManifestOnly,
+}
+
+impl Mode {
+    fn apply_step(self, s: &mut Scenario, n: usize) {
+        match self {
+            Mode::Release => s.apply_step(n),
+            Mode::ManifestOnly => s.apply_step_rewritten(n, manifest_only),
+        }
+    }
+}
 
 /// Adds `helmDeployment: false` after each helm provider configuration's `apiVersion` line,
 /// indented alike.
@@ -33,8 +52,10 @@ fn manifest_only(_name: &str, content: Vec<u8>) -> Vec<u8> {
 }
 
 /// Rows about a helm deploy item: type, target, Succeeded, a managed ConfigMap `namespace/name`
-/// with policy manage, and the Namespace with policy keep.
+/// (manifest-only: policy manage, and the Namespace with policy keep; release: no policy, as
+/// Landscaper lists a release's objects).
 fn check_helm_item(
+    mode: Mode,
     s: &mut Scenario,
     item: &str,
     di: Option<&Value>,
@@ -43,7 +64,10 @@ fn check_helm_item(
     name: &str,
 ) {
     s.with(
-        &format!("DeployItem {item}: helm, target {target}, Succeeded, managedResources ConfigMap {namespace}/{name} (manage) and Namespace {namespace} (keep)"),
+        &match mode {
+            Mode::ManifestOnly => format!("DeployItem {item}: helm, target {target}, Succeeded, managedResources ConfigMap {namespace}/{name} (manage) and Namespace {namespace} (keep)"),
+            Mode::Release => format!("DeployItem {item}: helm, target {target}, Succeeded, managedResources ConfigMap {namespace}/{name} (no policy), no Namespace"),
+        },
         di,
         |d| {
             if str_at(d, "/spec/type") != HELM_TYPE {
@@ -60,15 +84,25 @@ fn check_helm_item(
                 return Err(format!("providerStatus {status}"));
             }
             let managed = status["managedResources"].as_array().cloned().unwrap_or_default();
-            let has = |kind: &str, ns: &str, n: &str, policy: &str| {
+            let has = |kind: &str, ns: &str, n: &str, policy: Option<&str>| {
                 managed.iter().any(|r| {
                     r["resource"]["kind"] == kind
                         && r["resource"]["namespace"].as_str().unwrap_or_default() == ns
                         && r["resource"]["name"] == n
-                        && r["policy"] == policy
+                        && r["policy"].as_str() == policy
                 })
             };
-            if !has("ConfigMap", namespace, name, "manage") || !has("Namespace", "", namespace, "keep") {
+            let ok = match mode {
+                Mode::ManifestOnly => {
+                    has("ConfigMap", namespace, name, Some("manage"))
+                        && has("Namespace", "", namespace, Some("keep"))
+                }
+                Mode::Release => {
+                    has("ConfigMap", namespace, name, None)
+                        && !managed.iter().any(|r| r["resource"]["kind"] == "Namespace")
+                }
+            };
+            if !ok {
                 return Err(format!("providerStatus {status}"));
             }
             Ok(())
@@ -76,44 +110,108 @@ fn check_helm_item(
     );
 }
 
-/// A row: ConfigMap `namespace/name` on the cluster has `data` and the helm deployer's label.
-fn check_config_map(s: &mut Scenario, namespace: &str, name: &str, data: &Value) {
+/// A row: ConfigMap `namespace/name` on the cluster has `data` and the helm deployer's label
+/// (manifest-only) or Helm's ownership metadata of `release` (release), and for a release a
+/// row about its record: one revision, deployed.
+fn check_config_map(
+    mode: Mode,
+    s: &mut Scenario,
+    release: &str,
+    namespace: &str,
+    name: &str,
+    data: &Value,
+) {
     let found = s
         .cluster
         .as_ref()
         .and_then(|c| c.core(namespace, "configmaps", name));
     s.with(
-        &format!(
-            "cluster: ConfigMap {namespace}/{name} data == {data}, labelled by the helm deployer"
-        ),
+        &match mode {
+            Mode::ManifestOnly => format!(
+                "cluster: ConfigMap {namespace}/{name} data == {data}, labelled by the helm deployer"
+            ),
+            Mode::Release => format!(
+                "cluster: ConfigMap {namespace}/{name} data == {data}, owned by Helm release {release}"
+            ),
+        },
         found.as_ref(),
         |cm| {
             if cm["data"] != *data {
                 return Err(format!("data {}", cm["data"]));
             }
-            if cm["metadata"]["labels"][HELM_LABEL]
-                .as_str()
-                .is_none_or(str::is_empty)
-            {
-                return Err(format!("labels {}", cm["metadata"]["labels"]));
+            let labels = &cm["metadata"]["labels"];
+            let owned = match mode {
+                Mode::ManifestOnly => labels[HELM_LABEL].as_str().is_some_and(|v| !v.is_empty()),
+                Mode::Release => {
+                    labels["app.kubernetes.io/managed-by"] == "Helm"
+                        && cm["metadata"]["annotations"]["meta.helm.sh/release-name"] == release
+                        && cm["metadata"]["annotations"]["meta.helm.sh/release-namespace"]
+                            == namespace
+                }
+            };
+            if !owned {
+                return Err(format!("metadata {}", cm["metadata"]));
             }
             Ok(())
         },
     );
+    if mode == Mode::Release {
+        let records = s
+            .cluster
+            .as_ref()
+            .and_then(|c| {
+                c.get(&format!(
+                    "/api/v1/namespaces/{namespace}/secrets?labelSelector=owner%3Dhelm%2Cname%3D{release}"
+                ))
+            })
+            .map(|l| l["items"].clone());
+        s.with(
+            &format!("cluster: Helm release record sh.helm.release.v1.{release}.v1 in {namespace}, deployed"),
+            records.as_ref(),
+            |items| {
+                let found: Vec<(&str, &str, &str)> = items
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|i| {
+                        (
+                            str_at(i, "/metadata/name"),
+                            str_at(i, "/type"),
+                            str_at(i, "/metadata/labels/status"),
+                        )
+                    })
+                    .collect();
+                let wanted = format!("sh.helm.release.v1.{release}.v1");
+                (found == [(wanted.as_str(), "helm.sh/release.v1", "deployed")])
+                    .then_some(())
+                    .ok_or_else(|| format!("records {found:?}"))
+            },
+        );
+    }
 }
 
 #[test]
 fn scenario_01_single_deployitem_helm() {
+    scenario_01(Mode::ManifestOnly);
+}
+
+#[test]
+fn scenario_01_single_deployitem_helm_release() {
+    scenario_01(Mode::Release);
+}
+
+fn scenario_01(mode: Mode) {
     let Some(mut s) = Scenario::start("01", "helm") else {
         return;
     };
-    s.apply_step_rewritten(1, manifest_only);
+    mode.apply_step(&mut s, 1);
     s.settle(&[want("hello-world", "Succeeded", Job::New)], STEP);
     let inst = s.must("hello-world");
     s.check_installation(&inst, "Succeeded");
     s.check_execution_refs(&inst, &["default-deploy-item"]);
     let di = s.deploy_item(&inst, "default-deploy-item");
     check_helm_item(
+        mode,
         &mut s,
         "default-deploy-item",
         di.as_ref(),
@@ -122,7 +220,9 @@ fn scenario_01_single_deployitem_helm() {
         "hello-world",
     );
     check_config_map(
+        mode,
         &mut s,
+        "hello-world",
         "acc-01",
         "hello-world",
         &json!({"testData": "hello"}),
@@ -132,10 +232,19 @@ fn scenario_01_single_deployitem_helm() {
 
 #[test]
 fn scenario_02_multiple_deployitems_dependson_helm() {
+    scenario_02(Mode::ManifestOnly);
+}
+
+#[test]
+fn scenario_02_multiple_deployitems_dependson_helm_release() {
+    scenario_02(Mode::Release);
+}
+
+fn scenario_02(mode: Mode) {
     let Some(mut s) = Scenario::start("02", "helm") else {
         return;
     };
-    s.apply_step_rewritten(1, manifest_only);
+    mode.apply_step(&mut s, 1);
     s.settle(&[want("hello-world", "Succeeded", Job::New)], STEP);
     let inst = s.must("hello-world");
     s.check_installation(&inst, "Succeeded");
@@ -162,7 +271,7 @@ fn scenario_02_multiple_deployitems_dependson_helm() {
             "bar",
         ),
     ] {
-        check_helm_item(&mut s, item, di.as_ref(), target, namespace, name);
+        check_helm_item(mode, &mut s, item, di.as_ref(), target, namespace, name);
         s.with(
             &format!("DeployItem {item}: annotation dependsOn {depends:?}"),
             di.as_ref(),
@@ -172,7 +281,14 @@ fn scenario_02_multiple_deployitems_dependson_helm() {
                     .ok_or_else(|| format!("annotations {}", d["metadata"]["annotations"]))
             },
         );
-        check_config_map(&mut s, namespace, name, &json!({ "testData": data }));
+        check_config_map(
+            mode,
+            &mut s,
+            name,
+            namespace,
+            name,
+            &json!({ "testData": data }),
+        );
     }
     s.check_item_order(&inst, "deploy-item-2", &["deploy-item-1"]);
     s.finish();
@@ -186,10 +302,19 @@ fn has_code(obj: &Value, code: &str) -> bool {
 
 #[test]
 fn scenario_12_timeouts_pickup_interrupt_helm() {
+    scenario_12(Mode::ManifestOnly);
+}
+
+#[test]
+fn scenario_12_timeouts_pickup_interrupt_helm_release() {
+    scenario_12(Mode::Release);
+}
+
+fn scenario_12(mode: Mode) {
     let Some(mut s) = Scenario::start("12", "helm") else {
         return;
     };
-    s.apply_step_rewritten(1, manifest_only);
+    mode.apply_step(&mut s, 1);
     // hello-world's chart URL is unreachable: a recoverable error until the item's 30 s timeout.
     s.settle(
         &[
@@ -246,7 +371,7 @@ fn scenario_12_timeouts_pickup_interrupt_helm() {
     );
     let dummy_job = str_at(&dummy, "/status/jobID").to_string();
 
-    s.apply_step_rewritten(2, manifest_only);
+    mode.apply_step(&mut s, 2);
     s.settle(
         &[
             want("hello-world", "Succeeded", Job::New),
@@ -259,6 +384,7 @@ fn scenario_12_timeouts_pickup_interrupt_helm() {
     s.check_installation(&hello, "Succeeded");
     let di = s.deploy_item(&hello, "default-deploy-item");
     check_helm_item(
+        mode,
         &mut s,
         "default-deploy-item",
         di.as_ref(),
@@ -267,7 +393,9 @@ fn scenario_12_timeouts_pickup_interrupt_helm() {
         "hello-world",
     );
     check_config_map(
+        mode,
         &mut s,
+        "hello-world",
         "acc-12",
         "hello-world",
         &json!({"testData": "hello"}),

@@ -399,3 +399,116 @@ fn helm_manages_a_release_the_deployer_installed() {
     assert_eq!(deleted, DeleteResult::Deleted);
     assert!(records(&server).is_empty());
 }
+
+/// The item's config with `helmDeploymentConfig.upgrade`.
+fn with_upgrade_args(item: &mut DeployItem, values: Value, upgrade: Value) {
+    let config = item.spec.config.as_mut().unwrap();
+    config["values"] = values;
+    config["helmDeploymentConfig"] = json!({"upgrade": upgrade});
+}
+
+/// One reconcile of a new job; its error.
+fn failing_job(
+    runtime: &tokio::runtime::Runtime,
+    deployer: &HelmDeployer,
+    item: &mut DeployItem,
+    target: &Target,
+) -> landscaper_deployers::DeployerError {
+    item.status.as_mut().unwrap().phase = Some(Phase::Init);
+    runtime
+        .block_on(deployer.reconcile(DeployRequest::new(item, Some(target))))
+        .expect_err("the upgrade fails")
+}
+
+#[test]
+fn wait_fails_an_upgrade_whose_objects_never_get_ready_and_atomic_rolls_back() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    // wait: the Deployment never gets ready within 1s: revision 2 failed, 1 stays deployed.
+    server.set_readiness(kube_test_server::Readiness::Never);
+    with_upgrade_args(
+        &mut item,
+        json!({"greeting": "two", "replicas": 2}),
+        json!({"wait": true, "timeout": "1s"}),
+    );
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert!(
+        error.message.starts_with("unable to upgrade helm chart release: Upgrade \"rel\" failed: timed out waiting for the condition")
+            && error.message.contains("rel-web"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "deployed".into()),
+            ("2".into(), "failed".into())
+        ]
+    );
+    let history = helm.ok(&["history", "rel", "-n", "default"]);
+    assert!(
+        history.contains("failed") && history.contains("timed out waiting"),
+        "{history}"
+    );
+    server.set_readiness(kube_test_server::Readiness::After(
+        std::time::Duration::from_millis(100),
+    ));
+
+    // atomic: the upgrade fails (the API server refuses the Deployment's patch once), the
+    // release is rolled back to revision 1 as revision 4.
+    server.fail_requests(
+        kube_test_server::FaultRule::new(
+            Some("PATCH"),
+            "/apis/apps/v1/namespaces/default/deployments/rel-web",
+            500,
+        )
+        .times(1),
+    );
+    with_upgrade_args(
+        &mut item,
+        json!({"greeting": "three", "replicas": 3}),
+        json!({"atomic": true, "timeout": "30s"}),
+    );
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert!(
+        error.message.starts_with("unable to upgrade helm chart release: release rel failed, and has been rolled back due to atomic being set: Upgrade \"rel\" failed: cannot patch \"rel-web\""),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "failed".into()),
+            ("3".into(), "failed".into()),
+            ("4".into(), "deployed".into())
+        ]
+    );
+    let cm = server.get("v1", "ConfigMap", "default", "rel-cm").unwrap();
+    assert_eq!(
+        cm["data"],
+        json!({"greeting": "one", "revision": "1"}),
+        "rolled back"
+    );
+    let status = helm.ok(&["status", "rel", "-n", "default"]);
+    assert!(
+        status.contains("REVISION: 4") && status.contains("STATUS: deployed"),
+        "{status}"
+    );
+    let history = helm.ok(&["history", "rel", "-n", "default"]);
+    assert!(history.contains("Rollback to 1"), "{history}");
+}

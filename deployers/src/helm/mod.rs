@@ -180,21 +180,60 @@ fn deployment_flag(args: Option<&Map<String, Value>>, key: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// The action switches of `helmDeploymentConfig` for `plan`.
-fn action_options(config: &ProviderConfiguration, plan: Plan) -> ActionOptions {
+/// The action switches of `helmDeploymentConfig` for `plan` (`newInstallConfiguration`,
+/// `newUpgradeConfiguration`: `timeout` defaults to 5m); waiting never passes `deadline`.
+fn action_options(
+    config: &ProviderConfiguration,
+    plan: Plan,
+    deadline: Option<jiff::Timestamp>,
+) -> Result<ActionOptions, DeployerError> {
     let deployment = config.helm_deployment_config.as_ref();
-    let args = if plan.is_install() {
-        deployment.and_then(|d| d.install.as_ref())
+    let (args, operation) = if plan.is_install() {
+        (
+            deployment.and_then(|d| d.install.as_ref()),
+            "NewInstallConfiguration",
+        )
     } else {
-        deployment.and_then(|d| d.upgrade.as_ref())
+        (
+            deployment.and_then(|d| d.upgrade.as_ref()),
+            "NewUpgradeConfiguration",
+        )
     };
-    ActionOptions {
+    let timeout = match args.and_then(|a| a.get("timeout")) {
+        None | Some(Value::Null) => action::DEFAULT_TIMEOUT,
+        Some(Value::String(text)) => landscaper_model::Duration::parse(text)
+            .map_err(|e| {
+                DeployerError::new(
+                    operation,
+                    "UnmarshalConfig",
+                    format!("timeout: unable to parse string into a duration: {e}"),
+                )
+            })?
+            .to_std(),
+        Some(other) => {
+            return Err(DeployerError::new(
+                operation,
+                "UnmarshalConfig",
+                format!("timeout: expected a duration string, not {other}"),
+            ));
+        }
+    };
+    let deadline = deadline.map(|d| {
+        let left = std::time::Duration::try_from(d.duration_since(jiff::Timestamp::now()))
+            .unwrap_or_default();
+        tokio::time::Instant::now() + left
+    });
+    Ok(ActionOptions {
         create_namespace: config.create_namespace && plan.is_install(),
         force: deployment_flag(args, "force"),
         take_ownership: deployment_flag(args, "takeOwnership"),
         // Landscaper sets `MaxHistory = 10` on upgrades only.
         max_history: if plan.is_install() { 0 } else { MAX_HISTORY },
-    }
+        wait: deployment_flag(args, "wait"),
+        atomic: deployment_flag(args, "atomic"),
+        timeout,
+        deadline,
+    })
 }
 
 /// The managed resources of a release as Landscaper lists them (`GetManagedResourcesStatus`):
@@ -822,7 +861,7 @@ impl HelmDeployer {
                     })
                     .await?
                 };
-                let options = action_options(&config, plan);
+                let options = action_options(&config, plan, request.deadline)?;
                 // The hook seam: `rendered.spec.hooks` are recorded; `action::run_hooks` runs
                 // them at each event once the hook runner is plugged in.
                 let result = match plan {

@@ -146,7 +146,7 @@ pub struct ReleaseSpec {
 }
 
 /// The `helmDeploymentConfig` switches the actions honour.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ActionOptions {
     pub create_namespace: bool,
     /// Replace changed objects instead of patching them.
@@ -155,6 +155,32 @@ pub struct ActionOptions {
     pub take_ownership: bool,
     /// The history limit of upgrades (0: none).
     pub max_history: usize,
+    /// `--wait`: the release's objects must become ready within `timeout`.
+    pub wait: bool,
+    /// `--atomic` (implies wait): a failed install is uninstalled, a failed upgrade rolled back.
+    pub atomic: bool,
+    /// `--timeout` of wait (Landscaper's default 5m).
+    pub timeout: std::time::Duration,
+    /// The item's deadline: waiting never goes beyond it.
+    pub deadline: Option<tokio::time::Instant>,
+}
+
+/// Landscaper's default `timeout` of install and upgrade.
+pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl Default for ActionOptions {
+    fn default() -> ActionOptions {
+        ActionOptions {
+            create_namespace: false,
+            force: false,
+            take_ownership: false,
+            max_history: 0,
+            wait: false,
+            atomic: false,
+            timeout: DEFAULT_TIMEOUT,
+            deadline: None,
+        }
+    }
 }
 
 /// Install or upgrade, decided from the history (Landscaper: install when there is no record).
@@ -548,9 +574,27 @@ pub async fn install(
             break;
         }
     }
+    if errors.is_empty()
+        && (options.wait || options.atomic)
+        && let Err(e) = wait_ready(client, &objects, &options).await
+    {
+        errors.push(e);
+    }
     if !errors.is_empty() {
-        let message = format!("failed: {}", errors.join(" && "));
-        return Err(fail(&storage, &mut release, message).await);
+        let cause = errors.join(" && ");
+        let failure = fail(&storage, &mut release, format!("failed: {cause}")).await;
+        if options.atomic {
+            return Err(match uninstall(client, &spec.name, &spec.namespace).await {
+                Ok(_) => ActionError::Failed(format!(
+                    "release {} failed, and has been uninstalled due to atomic being set: {cause}",
+                    spec.name
+                )),
+                Err(e) => ActionError::Failed(format!(
+                    "an error occurred while uninstalling the release. original install error: {cause}: {e}"
+                )),
+            });
+        }
+        return Err(failure);
     }
     if let Err(e) = run_hooks(client, &mut release, "post-install").await {
         return Err(fail(&storage, &mut release, format!("failed post-install: {e}")).await);
@@ -598,14 +642,25 @@ async fn update_object(
         })
 }
 
-/// `helm upgrade` of the release in `history` to `spec` at the revision [`Plan::of`] gave.
+/// What a new revision over an existing release is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Revise {
+    Upgrade,
+    /// Back to the manifest of this revision (`helm rollback`, or `atomic` after a failed
+    /// upgrade).
+    Rollback {
+        to: u32,
+    },
+}
+
+/// `helm upgrade` of the release in `history` to `spec` at the revision [`Plan::of`] gave;
+/// with `atomic`, a failed upgrade is rolled back to the last good revision.
 pub async fn upgrade(
     client: &dyn ClusterClient,
     history: &History,
     spec: &ReleaseSpec,
     options: ActionOptions,
 ) -> Result<Release, ActionError> {
-    let storage = Storage::new(client, &spec.namespace);
     let Some(last) = history.last() else {
         return install(client, spec, options).await;
     };
@@ -617,8 +672,159 @@ pub async fn upgrade(
             status: last.status(),
         });
     }
-    let mut current = history.deployed().unwrap_or(last).clone();
+    let current = history.deployed().unwrap_or(last).clone();
     let revision = history.next_revision();
+    let result = revise(
+        client,
+        &current,
+        &last.labels,
+        spec,
+        revision,
+        Revise::Upgrade,
+        options,
+    )
+    .await;
+    let cause = match result {
+        Err(ActionError::Failed(cause)) if options.atomic => cause,
+        other => return other,
+    };
+    // `atomic`: back to the newest deployed or superseded revision before this one.
+    let storage = Storage::new(client, &spec.namespace);
+    let history = storage.history(&spec.name).await?;
+    let Some(good) = history
+        .releases
+        .iter()
+        .rev()
+        .find(|r| matches!(r.status(), Status::Deployed | Status::Superseded))
+        .cloned()
+    else {
+        return Err(ActionError::Failed(cause));
+    };
+    let Some(failed) = history.last().cloned() else {
+        return Err(ActionError::Failed(cause));
+    };
+    let rollback = revise(
+        client,
+        &failed,
+        &good.labels,
+        &ReleaseSpec::of(&good),
+        history.next_revision(),
+        Revise::Rollback { to: good.version },
+        ActionOptions {
+            wait: true,
+            atomic: false,
+            ..options
+        },
+    )
+    .await;
+    match rollback {
+        Ok(_) => Err(ActionError::Failed(format!(
+            "release {} failed, and has been rolled back due to atomic being set: {cause}",
+            spec.name
+        ))),
+        Err(e) => Err(ActionError::Failed(format!(
+            "an error occurred while rolling back the release. original upgrade error: {cause}: {e}"
+        ))),
+    }
+}
+
+/// `helm rollback NAME REVISION`: a new revision with the manifest, values and chart of
+/// `revision`.
+pub async fn rollback(
+    client: &dyn ClusterClient,
+    history: &History,
+    revision: u32,
+    options: ActionOptions,
+) -> Result<Release, ActionError> {
+    let (Some(last), Some(target)) = (
+        history.last(),
+        history.releases.iter().find(|r| r.version == revision),
+    ) else {
+        return Err(ActionError::Failed(format!(
+            "release has no {revision} version"
+        )));
+    };
+    let spec = ReleaseSpec::of(target);
+    revise(
+        client,
+        last,
+        &target.labels,
+        &spec,
+        history.next_revision(),
+        Revise::Rollback { to: revision },
+        options,
+    )
+    .await
+}
+
+impl ReleaseSpec {
+    /// What a stored revision deploys (for rollbacks).
+    pub fn of(release: &Release) -> ReleaseSpec {
+        ReleaseSpec {
+            name: release.name.clone(),
+            namespace: release.namespace.clone(),
+            chart: release.chart.clone().unwrap_or_default(),
+            config: release.config.clone(),
+            manifest: release.manifest.clone(),
+            hooks: release.hooks.clone(),
+            notes: release
+                .info
+                .as_ref()
+                .map(|i| i.notes.clone())
+                .unwrap_or_default(),
+            crds: Vec::new(),
+        }
+    }
+}
+
+/// `--wait`: polls the default readiness of `objects` until all are ready or `timeout` (or the
+/// item's deadline) passes.
+async fn wait_ready(
+    client: &dyn ClusterClient,
+    objects: &[Object],
+    options: &ActionOptions,
+) -> Result<(), String> {
+    let managed: Vec<crate::applier::status::ManagedResourceStatus> = objects
+        .iter()
+        .map(|o| crate::applier::status::ManagedResourceStatus {
+            annotate_before_delete: None,
+            patch_before_delete: None,
+            policy: Default::default(),
+            resource: crate::applier::status::ObjectReference::of(&o.value),
+        })
+        .collect();
+    let mut deadline = tokio::time::Instant::now() + options.timeout;
+    if let Some(item_deadline) = options.deadline {
+        deadline = deadline.min(item_deadline);
+    }
+    loop {
+        let Some(not_ready) = crate::applier::readiness::default_readiness(client, &managed).await
+        else {
+            return Ok(());
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!("timed out waiting for the condition: {not_ready}"));
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+    }
+}
+
+/// How often `--wait` looks again.
+const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// A new revision over `current` (whose manifest is what is on the cluster): Helm's
+/// `performUpgrade` / `performRollback`.
+async fn revise(
+    client: &dyn ClusterClient,
+    current: &Release,
+    labels: &BTreeMap<String, String>,
+    spec: &ReleaseSpec,
+    revision: u32,
+    kind: Revise,
+    options: ActionOptions,
+) -> Result<Release, ActionError> {
+    let storage = Storage::new(client, &spec.namespace);
+    let mut current = current.clone();
     let current_objects = build(
         client,
         &current.manifest,
@@ -640,31 +846,48 @@ pub async fn upgrade(
     }
     let originals: BTreeMap<Identity, &Object> =
         current_objects.iter().map(|o| (o.identity(), o)).collect();
-    let new_ones: Vec<&Object> = targets
-        .iter()
-        .filter(|t| !originals.contains_key(&t.identity()))
-        .collect();
-    let adopted = existing_objects(
-        client,
-        &new_ones,
-        &spec.name,
-        &spec.namespace,
-        options.take_ownership,
-    )
-    .await
-    .map_err(|e| ActionError::Conflict(format!("Unable to continue with update: {e}")))?;
+    let adopted = if kind == Revise::Upgrade {
+        let new_ones: Vec<&Object> = targets
+            .iter()
+            .filter(|t| !originals.contains_key(&t.identity()))
+            .collect();
+        existing_objects(
+            client,
+            &new_ones,
+            &spec.name,
+            &spec.namespace,
+            options.take_ownership,
+        )
+        .await
+        .map_err(|e| ActionError::Conflict(format!("Unable to continue with update: {e}")))?
+    } else {
+        BTreeMap::new()
+    };
 
-    let mut release = new_release(spec, revision, Status::PendingUpgrade, "Preparing upgrade");
-    release.labels = last.labels.clone();
+    let (status, description, pre, post, failed) = match kind {
+        Revise::Upgrade => (
+            Status::PendingUpgrade,
+            "Preparing upgrade".to_string(),
+            "pre-upgrade",
+            "post-upgrade",
+            format!("Upgrade {:?} failed", spec.name),
+        ),
+        Revise::Rollback { to } => (
+            Status::PendingRollback,
+            format!("Rollback to {to}"),
+            "pre-rollback",
+            "post-rollback",
+            format!("Rollback {:?} failed", spec.name),
+        ),
+    };
+    let mut release = new_release(spec, revision, status, &description);
+    release.labels = labels.clone();
     if let Some(first) = current.info.as_ref().and_then(|i| i.first_deployed) {
         release.info_mut().first_deployed = Some(first);
     }
     storage.create(&release, options.max_history).await?;
-    if let Err(e) = run_hooks(client, &mut release, "pre-upgrade").await {
-        let message = format!(
-            "Upgrade {:?} failed: pre-upgrade hooks failed: {e}",
-            spec.name
-        );
+    if let Err(e) = run_hooks(client, &mut release, pre).await {
+        let message = format!("{failed}: {pre} hooks failed: {e}");
         return Err(fail(&storage, &mut release, message).await);
     }
 
@@ -712,24 +935,50 @@ pub async fn upgrade(
             errors.push(format!("failed to delete {}: {e}", old.reference));
         }
     }
+    if errors.is_empty()
+        && (options.wait || options.atomic)
+        && let Err(e) = wait_ready(client, &targets, &options).await
+    {
+        errors.push(e);
+    }
     if !errors.is_empty() {
-        let message = format!("Upgrade {:?} failed: {}", spec.name, errors.join(" && "));
+        let message = format!("{failed}: {}", errors.join(" && "));
+        if matches!(kind, Revise::Rollback { .. }) {
+            current.info_mut().status = Status::Superseded;
+            let _ = storage.update(&current).await;
+        }
         return Err(fail(&storage, &mut release, message).await);
     }
-    if let Err(e) = run_hooks(client, &mut release, "post-upgrade").await {
-        let message = format!(
-            "Upgrade {:?} failed: post-upgrade hooks failed: {e}",
-            spec.name
-        );
+    if let Err(e) = run_hooks(client, &mut release, post).await {
+        let message = format!("{failed}: {post} hooks failed: {e}");
         return Err(fail(&storage, &mut release, message).await);
     }
-    if current.version != release.version {
-        current.info_mut().status = Status::Superseded;
-        storage.update(&current).await?;
+    match kind {
+        Revise::Upgrade => {
+            if current.version != release.version {
+                current.info_mut().status = Status::Superseded;
+                storage.update(&current).await?;
+            }
+        }
+        Revise::Rollback { .. } => {
+            // Every deployed revision is superseded now (`DeployedAll`).
+            let history = storage.history(&spec.name).await?;
+            for mut deployed in history
+                .releases
+                .into_iter()
+                .filter(|r| r.status() == Status::Deployed && r.version != release.version)
+            {
+                deployed.info_mut().status = Status::Superseded;
+                storage.update(&deployed).await?;
+            }
+        }
     }
     let info = release.info_mut();
     info.status = Status::Deployed;
-    info.description = "Upgrade complete".into();
+    info.description = match kind {
+        Revise::Upgrade => "Upgrade complete".into(),
+        Revise::Rollback { to } => format!("Rollback to {to}"),
+    };
     storage.update(&release).await?;
     Ok(release)
 }

@@ -384,3 +384,85 @@ fn a_corrupt_latest_record_fails_clearly_without_a_new_revision() {
         block_on(cluster.list("v1", "Secret", Some("apps"), &Default::default())).unwrap();
     assert_eq!(secrets.len(), 1, "no new revision");
 }
+
+#[test]
+fn an_atomic_install_that_never_gets_ready_is_uninstalled() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chart(dir.path());
+    std::fs::write(
+        dir.path().join("charts/demo/templates/web.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: nginx}]}\n",
+    )
+    .unwrap();
+    let cluster = Arc::new(FakeCluster::new());
+    let deployer = deployer(&cluster, dir.path());
+    // The in-memory cluster never makes Deployments ready.
+    let item = item(real(json!({
+        "helmDeploymentConfig": {"install": {"atomic": true, "timeout": "300ms"}},
+    })));
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
+    assert_eq!(error.operation, "InstallHelmRelease");
+    assert!(
+        error.message.starts_with(
+            "unable to install helm chart release: release rel failed, and has been uninstalled due to atomic being set: timed out waiting for the condition"
+        ) && error.message.contains("rel-web"),
+        "{}",
+        error.message
+    );
+    assert!(history(&cluster).is_empty(), "no records left");
+    assert!(cm(&cluster, "rel-cm").is_none(), "objects removed");
+
+    // A timeout that is not a duration is reported as Landscaper does.
+    let item = super::tests::item(real(json!({
+        "helmDeploymentConfig": {"install": {"timeout": "soon"}},
+    })));
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("NewInstallConfiguration", "UnmarshalConfig")
+    );
+}
+
+#[test]
+fn a_rollback_redeploys_an_older_revision_as_a_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    write_release_chart(dir.path());
+    let cluster = Arc::new(FakeCluster::new());
+    let deployer = deployer(&cluster, dir.path());
+    let mut item = item(real(json!({"values": {"greeting": "one", "extra": true}})));
+    let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
+    next_job(&mut item, &result);
+    item.spec.config = Some(real(json!({"values": {"greeting": "two"}})));
+    block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
+    assert!(cm(&cluster, "rel-extra").is_none());
+
+    let storage = Storage::new(cluster.as_ref(), "apps");
+    let history = block_on(storage.history("rel")).unwrap();
+    let release = block_on(super::release::action::rollback(
+        cluster.as_ref(),
+        &history,
+        1,
+        Default::default(),
+    ))
+    .unwrap();
+    assert_eq!(release.version, 3);
+    assert_eq!(release.info.as_ref().unwrap().description, "Rollback to 1");
+    assert_eq!(
+        history(&cluster),
+        [
+            (1, Status::Superseded),
+            (2, Status::Superseded),
+            (3, Status::Deployed)
+        ]
+    );
+    assert_eq!(cm(&cluster, "rel-cm").unwrap()["data"]["greeting"], "one");
+    assert_eq!(cm(&cluster, "rel-extra").unwrap()["data"]["revision"], "1");
+    let missing = block_on(super::release::action::rollback(
+        cluster.as_ref(),
+        &history,
+        9,
+        Default::default(),
+    ))
+    .unwrap_err();
+    assert_eq!(missing.to_string(), "release has no 9 version");
+}

@@ -437,10 +437,10 @@ fn a_rollback_redeploys_an_older_revision_as_a_new_one() {
     assert!(cm(&cluster, "rel-extra").is_none());
 
     let storage = Storage::new(cluster.as_ref(), "apps");
-    let history = block_on(storage.history("rel")).unwrap();
+    let before = block_on(storage.history("rel")).unwrap();
     let release = block_on(super::release::action::rollback(
         cluster.as_ref(),
-        &history,
+        &before,
         1,
         Default::default(),
     ))
@@ -459,7 +459,7 @@ fn a_rollback_redeploys_an_older_revision_as_a_new_one() {
     assert_eq!(cm(&cluster, "rel-extra").unwrap()["data"]["revision"], "1");
     let missing = block_on(super::release::action::rollback(
         cluster.as_ref(),
-        &history,
+        &before,
         9,
         Default::default(),
     ))

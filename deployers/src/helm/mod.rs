@@ -180,6 +180,56 @@ fn deployment_flag(args: Option<&Map<String, Value>>, key: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// `timeout` of `helmDeploymentConfig.install|upgrade|uninstall` (default 5m).
+fn deployment_timeout(
+    args: Option<&Map<String, Value>>,
+    operation: &str,
+) -> Result<std::time::Duration, DeployerError> {
+    match args.and_then(|a| a.get("timeout")) {
+        None | Some(Value::Null) => Ok(action::DEFAULT_TIMEOUT),
+        Some(Value::String(text)) => landscaper_model::Duration::parse(text)
+            .map(|d| d.to_std())
+            .map_err(|e| {
+                DeployerError::new(
+                    operation,
+                    "UnmarshalConfig",
+                    format!("timeout: unable to parse string into a duration: {e}"),
+                )
+            }),
+        Some(other) => Err(DeployerError::new(
+            operation,
+            "UnmarshalConfig",
+            format!("timeout: expected a duration string, not {other}"),
+        )),
+    }
+}
+
+/// The item's deadline on the runtime's clock.
+fn runtime_deadline(deadline: Option<jiff::Timestamp>) -> Option<tokio::time::Instant> {
+    deadline.map(|d| {
+        let left = std::time::Duration::try_from(d.duration_since(jiff::Timestamp::now()))
+            .unwrap_or_default();
+        tokio::time::Instant::now() + left
+    })
+}
+
+/// `helmDeploymentConfig.uninstall`: `wait` and `timeout`.
+fn uninstall_options(
+    config: &ProviderConfiguration,
+    deadline: Option<jiff::Timestamp>,
+) -> Result<ActionOptions, DeployerError> {
+    let args = config
+        .helm_deployment_config
+        .as_ref()
+        .and_then(|d| d.uninstall.as_ref());
+    Ok(ActionOptions {
+        wait: deployment_flag(args, "wait"),
+        timeout: deployment_timeout(args, "NewUninstallConfiguration")?,
+        deadline: runtime_deadline(deadline),
+        ..ActionOptions::default()
+    })
+}
+
 /// The action switches of `helmDeploymentConfig` for `plan` (`newInstallConfiguration`,
 /// `newUpgradeConfiguration`: `timeout` defaults to 5m); waiting never passes `deadline`.
 fn action_options(
@@ -199,30 +249,8 @@ fn action_options(
             "NewUpgradeConfiguration",
         )
     };
-    let timeout = match args.and_then(|a| a.get("timeout")) {
-        None | Some(Value::Null) => action::DEFAULT_TIMEOUT,
-        Some(Value::String(text)) => landscaper_model::Duration::parse(text)
-            .map_err(|e| {
-                DeployerError::new(
-                    operation,
-                    "UnmarshalConfig",
-                    format!("timeout: unable to parse string into a duration: {e}"),
-                )
-            })?
-            .to_std(),
-        Some(other) => {
-            return Err(DeployerError::new(
-                operation,
-                "UnmarshalConfig",
-                format!("timeout: expected a duration string, not {other}"),
-            ));
-        }
-    };
-    let deadline = deadline.map(|d| {
-        let left = std::time::Duration::try_from(d.duration_since(jiff::Timestamp::now()))
-            .unwrap_or_default();
-        tokio::time::Instant::now() + left
-    });
+    let timeout = deployment_timeout(args, operation)?;
+    let deadline = runtime_deadline(deadline);
     Ok(ActionOptions {
         create_namespace: config.create_namespace && plan.is_install(),
         force: deployment_flag(args, "force"),
@@ -928,7 +956,8 @@ impl HelmDeployer {
         config: &ProviderConfiguration,
     ) -> Result<DeleteResult, DeployerError> {
         let client = self.clients.client(request.target).await?;
-        match action::uninstall(client.as_ref(), &config.name, &config.namespace).await {
+        let options = uninstall_options(config, request.deadline)?;
+        match action::uninstall(client.as_ref(), &config.name, &config.namespace, options).await {
             Ok(outcome) => {
                 if let action::Uninstalled::Done { kept } = &outcome
                     && !kept.is_empty()

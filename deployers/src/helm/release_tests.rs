@@ -466,3 +466,35 @@ fn a_rollback_redeploys_an_older_revision_as_a_new_one() {
     .unwrap_err();
     assert_eq!(missing.to_string(), "release has no 9 version");
 }
+
+#[test]
+fn uninstall_with_wait_reports_objects_that_stay_and_still_removes_the_records() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chart(dir.path());
+    let cluster = Arc::new(FakeCluster::new());
+    let deployer = deployer(&cluster, dir.path());
+    let mut item = item(real(json!({
+        "helmDeploymentConfig": {"uninstall": {"wait": true, "timeout": "300ms"}},
+    })));
+    let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
+    assert_eq!(result.phase, Some(Phase::Succeeded));
+    // A finalizer keeps the ConfigMap after its deletion.
+    let mut object = cm(&cluster, "rel-cm").unwrap();
+    object["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    block_on(cluster.update(&object)).unwrap();
+    item.status.as_mut().unwrap().phase = Some(Phase::Succeeded);
+    let error = block_on(deployer.delete(DeployRequest::new(&item, None))).unwrap_err();
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("DeleteHelmRelease", "Uninstall")
+    );
+    assert!(
+        error.message.contains("uninstallation completed with 1 error(s): timed out waiting for the condition: ConfigMap apps/rel-cm is not deleted"),
+        "{}",
+        error.message
+    );
+    assert!(history(&cluster).is_empty(), "records removed as Helm does");
+    // The retry finds no release: done.
+    let deleted = block_on(deployer.delete(DeployRequest::new(&item, None))).unwrap();
+    assert_eq!(deleted, DeleteResult::Deleted);
+}

@@ -584,15 +584,21 @@ pub async fn install(
         let cause = errors.join(" && ");
         let failure = fail(&storage, &mut release, format!("failed: {cause}")).await;
         if options.atomic {
-            return Err(match uninstall(client, &spec.name, &spec.namespace).await {
-                Ok(_) => ActionError::Failed(format!(
-                    "release {} failed, and has been uninstalled due to atomic being set: {cause}",
-                    spec.name
-                )),
-                Err(e) => ActionError::Failed(format!(
-                    "an error occurred while uninstalling the release. original install error: {cause}: {e}"
-                )),
-            });
+            let uninstall_options = ActionOptions {
+                wait: false,
+                ..options
+            };
+            return Err(
+                match uninstall(client, &spec.name, &spec.namespace, uninstall_options).await {
+                    Ok(_) => ActionError::Failed(format!(
+                        "release {} failed, and has been uninstalled due to atomic being set: {cause}",
+                        spec.name
+                    )),
+                    Err(e) => ActionError::Failed(format!(
+                        "an error occurred while uninstalling the release. original install error: {cause}: {e}"
+                    )),
+                },
+            );
         }
         return Err(failure);
     }
@@ -999,11 +1005,13 @@ fn uninstall_rank(kind: &str) -> usize {
         .unwrap_or(UNINSTALL_ORDER.len())
 }
 
-/// `helm uninstall` without `--keep-history`.
+/// `helm uninstall` without `--keep-history`; with `options.wait`, the deleted objects must be
+/// gone within `options.timeout` (the records are removed either way, as Helm does).
 pub async fn uninstall(
     client: &dyn ClusterClient,
     name: &str,
     namespace: &str,
+    options: ActionOptions,
 ) -> Result<Uninstalled, ActionError> {
     let storage = Storage::new(client, namespace);
     let history = storage.history(name).await?;
@@ -1017,6 +1025,7 @@ pub async fn uninstall(
     let mut release = last.clone();
     let mut kept = Vec::new();
     let mut errors = Vec::new();
+    let mut deleted = Vec::new();
     if release.status() != Status::Uninstalled {
         let info = release.info_mut();
         info.status = Status::Uninstalling;
@@ -1035,9 +1044,15 @@ pub async fn uninstall(
                 continue;
             }
             match client.delete(&object.reference).await {
-                Ok(Deletion::Accepted | Deletion::NotFound) => {}
+                Ok(Deletion::Accepted) => deleted.push(object.reference.clone()),
+                Ok(Deletion::NotFound) => {}
                 Err(e) => errors.push(format!("{}: {e}", object.reference)),
             }
+        }
+        if options.wait
+            && let Err(e) = wait_deleted(client, &deleted, &options).await
+        {
+            errors.push(e);
         }
         run_hooks(client, &mut release, "post-delete").await?;
     }
@@ -1055,6 +1070,36 @@ pub async fn uninstall(
         )));
     }
     Ok(Uninstalled::Done { kept })
+}
+
+/// `WaitForDelete`: polls until every object in `deleted` is gone.
+async fn wait_deleted(
+    client: &dyn ClusterClient,
+    deleted: &[ObjectRef],
+    options: &ActionOptions,
+) -> Result<(), String> {
+    let mut deadline = tokio::time::Instant::now() + options.timeout;
+    if let Some(item_deadline) = options.deadline {
+        deadline = deadline.min(item_deadline);
+    }
+    loop {
+        let mut remaining = None;
+        for reference in deleted {
+            if !matches!(client.get(reference).await, Ok(None)) {
+                remaining = Some(reference);
+                break;
+            }
+        }
+        let Some(remaining) = remaining else {
+            return Ok(());
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!(
+                "timed out waiting for the condition: {remaining} is not deleted"
+            ));
+        }
+        tokio::time::sleep(WAIT_POLL).await;
+    }
 }
 
 /// Removes the latest record left in `pending-install` or `pending-upgrade`, as Landscaper's

@@ -22,9 +22,11 @@
 //!   of maps by merge key (`containers` by `name`, ...) and keeps entries others added. Needs
 //!   the patch metadata of the built-in types (tests/kube-patch has them for the server side)
 //!   and a `Patch::Strategic` in the cluster client.
-//! - `uninstall.wait`/`timeout` are parsed but not honoured (deletion is not waited for);
-//!   Helm's `--wait` of install/upgrade polls the default readiness of the release objects
-//!   (Jobs are not waited for: `waitForJobs` is not part of Landscaper's options).
+//! - `--wait` of install/upgrade polls the default readiness of the release objects (Helm's
+//!   kstatus-based wait also follows ReplicaSets/Pods; Jobs are not waited for, as
+//!   `waitForJobs` is not one of Landscaper's options); `uninstall.wait` polls until the
+//!   deleted objects are gone. Waiting happens inside the deployer call (bounded by `timeout`
+//!   and the item's deadline), as Helm's does.
 //! - CRDs of `crds/` are created but not waited for (`Established`); discovery is refreshed.
 //! - The record's `chart.lock` is always `null` (the chart engine does not load `Chart.lock`);
 //!   subcharts are not part of a record, as in Helm.

@@ -512,3 +512,53 @@ fn wait_fails_an_upgrade_whose_objects_never_get_ready_and_atomic_rolls_back() {
     let history = helm.ok(&["history", "rel", "-n", "default"]);
     assert!(history.contains("Rollback to 1"), "{history}");
 }
+
+#[test]
+fn a_target_failing_mid_upgrade_leaves_no_pending_or_duplicate_revision() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    // The API server refuses every write of revision 2's record after its creation: the
+    // upgrade fails, its pending record is removed (Landscaper's unblockPendingHelmRelease).
+    server.fail_requests(kube_test_server::FaultRule::new(
+        Some("PUT"),
+        "/api/v1/namespaces/default/secrets/sh.helm.release.v1.rel.v2",
+        500,
+    ));
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert!(error.is_retryable(), "{error:?}");
+    assert!(
+        error.message.contains("sh.helm.release.v1.rel.v2")
+            || error.message.contains("release rel"),
+        "{}",
+        error.message
+    );
+    assert_eq!(records(&server), [("1".into(), "deployed".into())]);
+
+    // Back to normal: the retry makes revision 2, once.
+    server.clear_faults();
+    let result = run_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(result.phase, Some(Phase::Succeeded));
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "deployed".into())
+        ]
+    );
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"]["greeting"],
+        "two"
+    );
+}

@@ -959,26 +959,11 @@ async fn revise(
         let message = format!("{failed}: {post} hooks failed: {e}");
         return Err(fail(&storage, &mut release, message).await);
     }
-    match kind {
-        Revise::Upgrade => {
-            if current.version != release.version {
-                current.info_mut().status = Status::Superseded;
-                storage.update(&current).await?;
-            }
-        }
-        Revise::Rollback { .. } => {
-            // Every deployed revision is superseded now (`DeployedAll`).
-            let history = storage.history(&spec.name).await?;
-            for mut deployed in history
-                .releases
-                .into_iter()
-                .filter(|r| r.status() == Status::Deployed && r.version != release.version)
-            {
-                deployed.info_mut().status = Status::Superseded;
-                storage.update(&deployed).await?;
-            }
-        }
-    }
+    // The new revision is recorded deployed first, then the others superseded: a write that
+    // fails in between leaves a deployed revision behind (Helm writes the other way round and
+    // ignores failed writes). Every other deployed revision is superseded (Helm's rollback
+    // does so with `DeployedAll`; its upgrade touches only the current one), so a record left
+    // deployed by an earlier failure is healed.
     let info = release.info_mut();
     info.status = Status::Deployed;
     info.description = match kind {
@@ -986,6 +971,23 @@ async fn revise(
         Revise::Rollback { to } => format!("Rollback to {to}"),
     };
     storage.update(&release).await?;
+    match storage.history(&spec.name).await {
+        Ok(history) => {
+            for mut deployed in history
+                .releases
+                .into_iter()
+                .filter(|r| r.status() == Status::Deployed && r.version != release.version)
+            {
+                deployed.info_mut().status = Status::Superseded;
+                if let Err(e) = storage.update(&deployed).await {
+                    tracing::warn!(release = %spec.name, revision = deployed.version, error = %e, "unable to mark a release revision superseded");
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(release = %spec.name, error = %e, "unable to read the release history to supersede old revisions");
+        }
+    }
     Ok(release)
 }
 

@@ -82,7 +82,7 @@ fn write_chart(manifests: &Path) -> PathBuf {
     .unwrap();
     std::fs::write(
         dir.join("templates/deploy.yaml"),
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.25\n          ports:\n            - containerPort: 80\n",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: {{ .Values.image | default \"nginx:1.25\" }}\n          ports:\n            - containerPort: 80\n",
     )
     .unwrap();
     std::fs::write(
@@ -560,5 +560,58 @@ fn a_target_failing_mid_upgrade_leaves_no_pending_or_duplicate_revision() {
     assert_eq!(
         server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"]["greeting"],
         "two"
+    );
+}
+
+#[test]
+fn a_sidecar_injected_on_the_cluster_survives_an_upgrade() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "hi"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    // Someone injects a sidecar; the upgrade (a strategic merge patch, as Helm sends) changes
+    // the chart's container and keeps the sidecar.
+    let mut injected = server
+        .get("apps/v1", "Deployment", "default", "rel-web")
+        .unwrap();
+    injected["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "sidecar", "image": "proxy:1"}));
+    runtime.block_on(async {
+        use landscaper_deployers::kubernetes::ClusterClient as _;
+        let client = landscaper_deployers::kubernetes::KubeClusterClient::from_kubeconfig(
+            &server.kubeconfig(),
+        )
+        .await
+        .unwrap();
+        client.update(&injected).await.unwrap();
+    });
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "hi", "image": "nginx:1.27"});
+    run_job(&runtime, &deployer, &mut item, &target);
+    let web = server
+        .get("apps/v1", "Deployment", "default", "rel-web")
+        .unwrap();
+    let containers: Vec<(&str, &str)> = web["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["image"].as_str().unwrap()))
+        .collect();
+    assert_eq!(containers, [("web", "nginx:1.27"), ("sidecar", "proxy:1")]);
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "deployed".into())
+        ]
     );
 }

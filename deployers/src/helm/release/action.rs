@@ -637,7 +637,7 @@ async fn update_object(
         return Ok(());
     };
     client
-        .patch(reference, &crate::kubernetes::Patch::Merge(patch))
+        .patch(reference, &patch)
         .await
         .map(|_| ())
         .map_err(|e| {

@@ -17,11 +17,13 @@
 //!   (pre/post-install, -upgrade, -rollback, -delete); the runner (weight order, delete
 //!   policies, waiting for Jobs/Pods, `last_run`) plugs in there and must store `last_run`
 //!   in the record (the actions write the record after the post hooks).
-//! - Upgrade patch: built-in kinds get Helm's three-way patch with JSON merge semantics
-//!   ([`patch::three_way_merge_patch`]); Helm sends a strategic merge patch, which merges lists
-//!   of maps by merge key (`containers` by `name`, ...) and keeps entries others added. Needs
-//!   the patch metadata of the built-in types (tests/kube-patch has them for the server side)
-//!   and a `Patch::Strategic` in the cluster client.
+//! - Upgrade patch: built-in kinds get Helm's three-way strategic merge patch
+//!   ([`patch::three_way_strategic_patch`]) with the list strategies of kube-patch's type table
+//!   (`kube_patch::TypeNode`); built-in kinds missing from that table have their lists sent
+//!   whole (dropped list items are not deleted by `$patch: delete` there). Extending the table
+//!   in tests/kube-patch extends both the test server and the deployer. Helm also adds
+//!   `$retainKeys` for fields with the `retainKeys` strategy (e.g. Deployment `strategy`,
+//!   volumes' sources); not emitted here.
 //! - `--wait` of install/upgrade polls the default readiness of the release objects (Helm's
 //!   kstatus-based wait also follows ReplicaSets/Pods; Jobs are not waited for, as
 //!   `waitForJobs` is not one of Landscaper's options); `uninstall.wait` polls until the

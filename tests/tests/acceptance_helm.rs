@@ -1,4 +1,4 @@
-//! The `helm` variants of acceptance scenarios 01, 02 and 12 in `../shared/acceptance`, each
+//! The `helm` variants of acceptance scenarios 01, 02, 12 and 14 (part A) in `../shared/acceptance`, each
 //! run twice: unmodified (real Helm releases, `helmDeployment` defaulting to true), and with
 //! `helmDeployment: false` injected into every helm provider configuration (manifest-only
 //! mode). The charts (`chart.archive.raw`, the guided tour's hello-world 1.0.0) are rendered
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use landscaper_e2e::acceptance::{
     DEPENDS_ON_ANNOTATION, Job, Res, Scenario, annotation, describe_installation, last_error,
-    phase_of, str_at, want,
+    phase_of, str_at, uid_of, want,
 };
 use serde_json::{Value, json};
 
@@ -420,5 +420,119 @@ fn scenario_12(mode: Mode) {
         phase_of(&dummy) == "Failed" && str_at(&dummy, "/status/jobID") == dummy_job,
         || describe_installation(&dummy),
     );
+    s.finish();
+}
+
+#[test]
+fn scenario_14_upgrade_helm() {
+    scenario_14(Mode::ManifestOnly);
+}
+
+#[test]
+fn scenario_14_upgrade_helm_release() {
+    scenario_14(Mode::Release);
+}
+
+/// Part A: hello-world 1.0.0 (a ConfigMap), then 1.0.1 (a Secret instead): the ConfigMap is
+/// deleted, the same deploy item carries on (for a release: revision 2, 1 superseded).
+fn scenario_14(mode: Mode) {
+    let Some(mut s) = Scenario::start("14", "helm") else {
+        return;
+    };
+    mode.apply_step(&mut s, 1);
+    s.settle(&[want("hello-world", "Succeeded", Job::New)], STEP);
+    let inst = s.must("hello-world");
+    s.check_installation(&inst, "Succeeded");
+    let di = s.deploy_item(&inst, "default-deploy-item");
+    check_helm_item(
+        mode,
+        &mut s,
+        "default-deploy-item",
+        di.as_ref(),
+        "my-cluster",
+        "acc-14",
+        "hello-world",
+    );
+    check_config_map(
+        mode,
+        &mut s,
+        "hello-world",
+        "acc-14",
+        "hello-world",
+        &json!({"testData": "hello"}),
+    );
+    let first_uid = di
+        .as_ref()
+        .map(|d| uid_of(d).to_string())
+        .unwrap_or_default();
+
+    mode.apply_step(&mut s, 2);
+    s.settle(&[want("hello-world", "Succeeded", Job::New)], STEP);
+    let inst = s.must("hello-world");
+    s.check_installation(&inst, "Succeeded");
+    let di = s.deploy_item(&inst, "default-deploy-item");
+    s.with(
+        "DeployItem default-deploy-item: the same object, Succeeded",
+        di.as_ref(),
+        |d| {
+            (uid_of(d) == first_uid && phase_of(d) == "Succeeded")
+                .then_some(())
+                .ok_or_else(|| describe_installation(d))
+        },
+    );
+    let secret = s
+        .cluster
+        .as_ref()
+        .and_then(|c| c.core("acc-14", "secrets", "hello-world"));
+    s.with(
+        "cluster: Secret acc-14/hello-world {testData: hello}",
+        secret.as_ref(),
+        |secret| {
+            (secret["data"]["testData"] == "aGVsbG8=")
+                .then_some(())
+                .ok_or_else(|| format!("data {}", secret["data"]))
+        },
+    );
+    let config_map = s
+        .cluster
+        .as_ref()
+        .and_then(|c| c.core("acc-14", "configmaps", "hello-world"));
+    s.ok(
+        "cluster: ConfigMap acc-14/hello-world deleted",
+        config_map.is_none(),
+        || format!("{config_map:?}"),
+    );
+    if mode == Mode::Release {
+        let records = s.cluster.as_ref().and_then(|c| {
+            c.get(
+                "/api/v1/namespaces/acc-14/secrets?labelSelector=owner%3Dhelm%2Cname%3Dhello-world",
+            )
+        });
+        s.with(
+            "cluster: release hello-world revision 1 superseded, revision 2 deployed",
+            records.as_ref(),
+            |list| {
+                let mut found: Vec<(String, String)> = list["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|i| {
+                        (
+                            str_at(i, "/metadata/labels/version").to_string(),
+                            str_at(i, "/metadata/labels/status").to_string(),
+                        )
+                    })
+                    .collect();
+                found.sort();
+                (found
+                    == [
+                        ("1".to_string(), "superseded".to_string()),
+                        ("2".to_string(), "deployed".to_string()),
+                    ])
+                .then_some(())
+                .ok_or_else(|| format!("records {found:?}"))
+            },
+        );
+    }
     s.finish();
 }

@@ -71,6 +71,7 @@ pub fn chart(data: &[u8]) {
         include_crds: true,
         skip_tests: false,
         show_only: Vec::new(),
+        skip_schema_validation: false,
     };
     let values = ValueOptions {
         values: vec!["fuzz.enabled=true,list[1]=x".into()],

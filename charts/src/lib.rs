@@ -65,6 +65,8 @@ pub struct TemplateOptions {
     pub include_crds: bool,
     pub skip_tests: bool,
     pub show_only: Vec<String>,
+    /// `--skip-schema-validation`: `values.schema.json` files are not checked.
+    pub skip_schema_validation: bool,
 }
 
 /// A rendered release: CRDs (from `crds/` folders), manifests and hooks in install order.
@@ -286,10 +288,12 @@ pub fn render_limited(
     check_dependencies(&chart)?;
     values::process_dependencies(&mut chart, user_values)?;
     let vals = values::coalesce_values(&chart, Some(user_values), false)?;
-    let mut schema_errors = String::new();
-    validate_schemas(&chart, &vals, &mut schema_errors)?;
-    if !schema_errors.is_empty() {
-        return Err(ChartError::Schema(schema_errors));
+    if !opts.skip_schema_validation {
+        let mut schema_errors = String::new();
+        validate_schemas(&chart, &vals, &mut schema_errors)?;
+        if !schema_errors.is_empty() {
+            return Err(ChartError::Schema(schema_errors));
+        }
     }
     let kube = &opts.capabilities.kube_version;
     if !chart.metadata.kube_version.is_empty()

@@ -30,6 +30,7 @@ fn opts() -> TemplateOptions {
         include_crds: false,
         skip_tests: false,
         show_only: Vec::new(),
+        skip_schema_validation: false,
     }
 }
 

@@ -159,6 +159,7 @@ fn render(args: &RenderChartArgs) -> Result<String, ChartError> {
         include_crds: args.include_crds,
         skip_tests: args.skip_tests,
         show_only: args.show_only.clone(),
+        skip_schema_validation: false,
     };
     landscaper_charts::template(chart, &values, &opts)
 }

@@ -540,6 +540,7 @@ pub fn render_chart(
         include_crds: true,
         skip_tests: false,
         show_only: Vec::new(),
+        skip_schema_validation: false,
     };
     let rendered = landscaper_charts::render(prepared.chart, &prepared.user_values, &opts)
         .map_err(|e| e.to_string())?;
@@ -579,6 +580,17 @@ pub struct RenderedRelease {
     pub spec: ReleaseSpec,
     /// As [`RenderedChart::render_values`].
     pub render_values: Value,
+}
+
+/// `helmDeploymentConfig.install|upgrade.skipSchemaValidation` for `plan`.
+fn skip_schema_validation(config: &ProviderConfiguration, plan: Plan) -> bool {
+    let deployment = config.helm_deployment_config.as_ref();
+    let args = if plan.is_install() {
+        deployment.and_then(|d| d.install.as_ref())
+    } else {
+        deployment.and_then(|d| d.upgrade.as_ref())
+    };
+    deployment_flag(args, "skipSchemaValidation")
 }
 
 /// The comma-separated values of a hook annotation, lower-cased (`operateAnnotationValues`).
@@ -625,6 +637,7 @@ pub fn render_release(
         include_crds: false,
         skip_tests: false,
         show_only: Vec::new(),
+        skip_schema_validation: skip_schema_validation(config, plan),
     };
     let rendered = landscaper_charts::render(prepared.chart, &prepared.user_values, &opts)
         .map_err(|e| e.to_string())?;

@@ -498,3 +498,32 @@ fn uninstall_with_wait_reports_objects_that_stay_and_still_removes_the_records()
     let deleted = block_on(deployer.delete(DeployRequest::new(&item, None))).unwrap();
     assert_eq!(deleted, DeleteResult::Deleted);
 }
+
+#[test]
+fn skip_schema_validation_lets_values_the_schema_refuses_through() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chart(dir.path());
+    std::fs::write(
+        dir.path().join("charts/demo/values.schema.json"),
+        r#"{"type": "object", "properties": {"greeting": {"type": "string", "maxLength": 5}}}"#,
+    )
+    .unwrap();
+    let cluster = Arc::new(FakeCluster::new());
+    let deployer = deployer(&cluster, dir.path());
+    let refused = item(real(json!({"values": {"greeting": "far too long"}})));
+    let error = block_on(deployer.reconcile(DeployRequest::new(&refused, None))).unwrap_err();
+    assert_eq!(error.reason, "RenderHelmValues");
+    assert!(error.message.contains("greeting"), "{}", error.message);
+    assert!(history(&cluster).is_empty());
+
+    let skipped = item(real(json!({
+        "values": {"greeting": "far too long"},
+        "helmDeploymentConfig": {"install": {"skipSchemaValidation": true}},
+    })));
+    let result = block_on(deployer.reconcile(DeployRequest::new(&skipped, None))).unwrap();
+    assert_eq!(result.phase, Some(Phase::Succeeded));
+    assert_eq!(
+        cm(&cluster, "rel-cm").unwrap()["data"]["greeting"],
+        "far too long"
+    );
+}

@@ -32,7 +32,6 @@
 //! - CRDs of `crds/` are created but not waited for (`Established`); discovery is refreshed.
 //! - The record's `chart.lock` is always `null` (the chart engine does not load `Chart.lock`);
 //!   subcharts are not part of a record, as in Helm.
-//! - `skipSchemaValidation` is accepted but validation always runs.
 //! - Benchmark (`tests/tests/helm_release_bench.rs`, ignored by default): 100 releases of a
 //!   10-object chart through the daemon in 11.4 s (peak RSS 140 MiB) against 20.7 s for a
 //!   `helm install` loop without `--wait` (shared 2-core machine, `nice -n 19`); Helm's

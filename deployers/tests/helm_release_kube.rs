@@ -615,3 +615,64 @@ fn a_sidecar_injected_on_the_cluster_survives_an_upgrade() {
         ]
     );
 }
+
+#[test]
+fn a_chart_with_a_crd_and_its_custom_resource_installs_in_one_go() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let chart = write_chart(manifests.path());
+    std::fs::create_dir_all(chart.join("crds")).unwrap();
+    std::fs::write(
+        chart.join("crds/widgets.yaml"),
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n  scope: Namespaced\n  versions:\n    - name: v1\n      served: true\n      storage: true\n      schema:\n        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.join("templates/widget.yaml"),
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {{ .Release.Name }}-widget\nspec:\n  size: 3\n",
+    )
+    .unwrap();
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({}));
+    run_job(&runtime, &deployer, &mut item, &target);
+    let widget = server
+        .get("example.com/v1", "Widget", "default", "rel-widget")
+        .expect("the custom resource");
+    assert_eq!(widget["spec"]["size"], 3);
+    assert!(
+        server
+            .get(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                "",
+                "widgets.example.com"
+            )
+            .is_some()
+    );
+    // Uninstall keeps the CRD (never deleted) and removes the custom resource.
+    item.status.as_mut().unwrap().phase = Some(Phase::Succeeded);
+    let deleted = runtime
+        .block_on(deployer.delete(DeployRequest::new(&item, Some(&target))))
+        .unwrap();
+    assert_eq!(deleted, DeleteResult::Deleted);
+    assert!(
+        server
+            .get("example.com/v1", "Widget", "default", "rel-widget")
+            .is_none()
+    );
+    assert!(
+        server
+            .get(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                "",
+                "widgets.example.com"
+            )
+            .is_some()
+    );
+}

@@ -498,11 +498,53 @@ async fn install_crds(client: &dyn ClusterClient, crds: &[Value]) -> Result<(), 
             }
         }
     }
-    if !crds.is_empty() {
-        client.invalidate_discovery();
+    if crds.is_empty() {
+        return Ok(());
+    }
+    // Helm waits up to 60s for the CRDs to be served before it goes on.
+    let deadline = tokio::time::Instant::now() + CRD_WAIT;
+    for crd in crds {
+        let group = crd
+            .pointer("/spec/group")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = crd
+            .pointer("/spec/names/kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let version = crd
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .and_then(|v| v.iter().find(|v| v["served"] != Value::Bool(false)))
+            .and_then(|v| v["name"].as_str())
+            .or_else(|| crd.pointer("/spec/version").and_then(Value::as_str))
+            .unwrap_or_default();
+        if group.is_empty() || kind.is_empty() || version.is_empty() {
+            continue;
+        }
+        let api_version = format!("{group}/{version}");
+        loop {
+            client.invalidate_discovery();
+            match client.resolve(&api_version, kind).await {
+                Ok(_) => break,
+                Err(ClusterError::NoMatch { .. }) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(WAIT_POLL).await;
+                }
+                Err(e) => {
+                    return Err(ActionError::cluster(
+                        "waiting for CRD",
+                        &ObjectRef::of(crd),
+                        e,
+                    ));
+                }
+            }
+        }
     }
     Ok(())
 }
+
+/// How long the CRDs of `crds/` may take to be served.
+const CRD_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// `CreateNamespace`: the namespace with Helm's `name` label, when it is missing.
 async fn create_namespace(client: &dyn ClusterClient, namespace: &str) -> Result<(), ActionError> {

@@ -29,7 +29,8 @@
 //!   `waitForJobs` is not one of Landscaper's options); `uninstall.wait` polls until the
 //!   deleted objects are gone. Waiting happens inside the deployer call (bounded by `timeout`
 //!   and the item's deadline), as Helm's does.
-//! - CRDs of `crds/` are created but not waited for (`Established`); discovery is refreshed.
+//! - CRDs of `crds/` are created, then waited for until discovery serves their kind (up to 60s,
+//!   as Helm); Helm looks at the `Established` condition instead.
 //! - The record's `chart.lock` is always `null` (the chart engine does not load `Chart.lock`);
 //!   subcharts are not part of a record, as in Helm.
 //! - Benchmark (`tests/tests/helm_release_bench.rs`, ignored by default): 100 releases of a

@@ -217,13 +217,18 @@ impl Plan {
     }
 }
 
-/// The hook seam: runs the release's hooks of `event` (`pre-install`, `post-upgrade`, ...) in
-/// weight order and records their `last_run`. Until the hook runner lands, hooks are stored
-/// but not run.
+/// The hook seam: runs the release's hooks of `event` (`pre-install`, `post-install`,
+/// `pre-upgrade`, `post-upgrade`, `pre-rollback`, `post-rollback`, `pre-delete`,
+/// `post-delete`) in weight order, waiting for Jobs/Pods within `options.timeout` (and
+/// `options.deadline`), applying their delete policies and setting `last_run` in
+/// `release.hooks` (the caller writes the record afterwards). A failure is answered as an
+/// error; the callers record the release failed with Helm's description. Until the hook
+/// runner (`deployers/src/helm/hooks.rs`) lands, hooks are stored but not run.
 pub async fn run_hooks(
     _client: &dyn ClusterClient,
     _release: &mut Release,
     _event: &str,
+    _options: &ActionOptions,
 ) -> Result<(), ActionError> {
     Ok(())
 }
@@ -598,7 +603,7 @@ pub async fn install(
     })?;
     let mut release = new_release(spec, 1, Status::PendingInstall, "Initial install underway");
     storage.create(&release, 0).await?;
-    if let Err(e) = run_hooks(client, &mut release, "pre-install").await {
+    if let Err(e) = run_hooks(client, &mut release, "pre-install", &options).await {
         return Err(fail(&storage, &mut release, format!("failed pre-install: {e}")).await);
     }
     let mut errors = Vec::new();
@@ -644,7 +649,7 @@ pub async fn install(
         }
         return Err(failure);
     }
-    if let Err(e) = run_hooks(client, &mut release, "post-install").await {
+    if let Err(e) = run_hooks(client, &mut release, "post-install", &options).await {
         return Err(fail(&storage, &mut release, format!("failed post-install: {e}")).await);
     }
     let info = release.info_mut();
@@ -934,7 +939,7 @@ async fn revise(
         release.info_mut().first_deployed = Some(first);
     }
     storage.create(&release, options.max_history).await?;
-    if let Err(e) = run_hooks(client, &mut release, pre).await {
+    if let Err(e) = run_hooks(client, &mut release, pre, &options).await {
         let message = format!("{failed}: {pre} hooks failed: {e}");
         return Err(fail(&storage, &mut release, message).await);
     }
@@ -997,7 +1002,7 @@ async fn revise(
         }
         return Err(fail(&storage, &mut release, message).await);
     }
-    if let Err(e) = run_hooks(client, &mut release, post).await {
+    if let Err(e) = run_hooks(client, &mut release, post, &options).await {
         let message = format!("{failed}: {post} hooks failed: {e}");
         return Err(fail(&storage, &mut release, message).await);
     }
@@ -1076,7 +1081,7 @@ pub async fn uninstall(
         info.deleted = Some(now());
         info.description = "Deletion in progress (or silently failed)".into();
         storage.update(&release).await?;
-        run_hooks(client, &mut release, "pre-delete").await?;
+        run_hooks(client, &mut release, "pre-delete", &options).await?;
         let mut objects = build(client, &release.manifest, namespace, "release", true).await?;
         objects.sort_by_key(|o| uninstall_rank(&o.reference.kind));
         for object in &objects {
@@ -1098,7 +1103,7 @@ pub async fn uninstall(
         {
             errors.push(e);
         }
-        run_hooks(client, &mut release, "post-delete").await?;
+        run_hooks(client, &mut release, "post-delete", &options).await?;
     }
     for record in &history.releases {
         storage.delete(name, record.version).await?;

@@ -72,6 +72,7 @@ pub fn chart(data: &[u8]) {
         skip_tests: false,
         show_only: Vec::new(),
         lookup: None,
+        skip_schema_validation: false,
     };
     let values = ValueOptions {
         values: vec!["fuzz.enabled=true,list[1]=x".into()],

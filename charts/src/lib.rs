@@ -90,6 +90,8 @@ pub struct TemplateOptions {
     /// `lookup` against a cluster; `None` renders offline (`lookup` is an empty map, as with
     /// `helm template`).
     pub lookup: Option<Arc<dyn Lookup>>,
+    /// `--skip-schema-validation`: `values.schema.json` files are not checked.
+    pub skip_schema_validation: bool,
 }
 
 /// A rendered release: CRDs (from `crds/` folders), manifests and hooks in install order.
@@ -99,6 +101,9 @@ pub struct Rendered {
     pub crds: Vec<(String, String)>,
     pub manifests: Vec<Manifest>,
     pub hooks: Vec<Manifest>,
+    /// The chart's own rendered `templates/NOTES.txt` (subcharts' notes are not kept), as
+    /// Helm stores it in a release's `info.notes`; empty without one.
+    pub notes: String,
 }
 
 /// User values from `-f` files (YAML texts, merged in order) and `--set-json`, `--set`,
@@ -308,10 +313,12 @@ pub fn render_limited(
     check_dependencies(&chart)?;
     values::process_dependencies(&mut chart, user_values)?;
     let vals = values::coalesce_values(&chart, Some(user_values), false)?;
-    let mut schema_errors = String::new();
-    validate_schemas(&chart, &vals, &mut schema_errors)?;
-    if !schema_errors.is_empty() {
-        return Err(ChartError::Schema(schema_errors));
+    if !opts.skip_schema_validation {
+        let mut schema_errors = String::new();
+        validate_schemas(&chart, &vals, &mut schema_errors)?;
+        if !schema_errors.is_empty() {
+            return Err(ChartError::Schema(schema_errors));
+        }
     }
     let kube = &opts.capabilities.kube_version;
     if !chart.metadata.kube_version.is_empty()
@@ -344,6 +351,10 @@ pub fn render_limited(
         t.insert("Capabilities".into(), opts.capabilities.to_value());
     }
     let mut files = engine::render(&chart, &top, limits, opts.lookup.as_ref())?;
+    let notes = files
+        .get(&format!("{}/templates/NOTES.txt", chart.name()))
+        .cloned()
+        .unwrap_or_default();
     files.retain(|k, _| !k.ends_with("NOTES.txt"));
     let (hooks, manifests) = sort::sort_manifests(&files)?;
     let crds = if opts.include_crds {
@@ -359,6 +370,7 @@ pub fn render_limited(
         crds,
         manifests,
         hooks,
+        notes,
     })
 }
 

@@ -31,6 +31,7 @@ fn opts() -> TemplateOptions {
         skip_tests: false,
         show_only: Vec::new(),
         lookup: None,
+        skip_schema_validation: false,
     }
 }
 

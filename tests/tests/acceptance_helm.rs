@@ -1,10 +1,10 @@
-//! The `helm` variants of acceptance scenarios 01, 02, 12 and 14 (part A, the only part of its
-//! helm variant) in `../shared/acceptance`, with
-//! `helmDeployment: false` injected into every helm provider configuration (a documented test
-//! adaptation until real Helm releases are supported): the charts (`chart.archive.raw`, the
-//! guided tour's hello-world 1.0.0) are rendered in-process and applied to the workspace's
-//! Kubernetes test API server, where the objects are checked. The scenarios' oracles
-//! (`expected/helm.step-N.yaml`) are not compared: they hold the unmodified configurations.
+//! The `helm` variants of acceptance scenarios 01, 02, 12 and 14 (part A) in `../shared/acceptance`, each
+//! run twice: unmodified (real Helm releases, `helmDeployment` defaulting to true), and with
+//! `helmDeployment: false` injected into every helm provider configuration (manifest-only
+//! mode). The charts (`chart.archive.raw`, the guided tour's hello-world 1.0.0) are rendered
+//! in-process and deployed to the workspace's Kubernetes test API server, where the objects
+//! (and, for releases, the Helm release records) are checked. The scenarios' oracles
+//! (`expected/helm.step-N.yaml`) are not compared.
 
 use std::time::Duration;
 
@@ -17,6 +17,24 @@ use serde_json::{Value, json};
 const STEP: Duration = Duration::from_secs(90);
 const HELM_TYPE: &str = "landscaper.gardener.cloud/helm";
 const HELM_LABEL: &str = "helm.deployer.landscaper.gardener.cloud/deployitem";
+
+/// How the scenario's helm items deploy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Unmodified: real Helm releases.
+    Release,
+    /// `helmDeployment: false` injected.
+    ManifestOnly,
+}
+
+impl Mode {
+    fn apply_step(self, s: &mut Scenario, n: usize) {
+        match self {
+            Mode::Release => s.apply_step(n),
+            Mode::ManifestOnly => s.apply_step_rewritten(n, manifest_only),
+        }
+    }
+}
 
 /// Adds `helmDeployment: false` after each helm provider configuration's `apiVersion` line,
 /// indented alike.
@@ -34,8 +52,10 @@ fn manifest_only(_name: &str, content: Vec<u8>) -> Vec<u8> {
 }
 
 /// Rows about a helm deploy item: type, target, Succeeded, a managed ConfigMap `namespace/name`
-/// with policy manage, and the Namespace with policy keep.
+/// (manifest-only: policy manage, and the Namespace with policy keep; release: no policy, as
+/// Landscaper lists a release's objects).
 fn check_helm_item(
+    mode: Mode,
     s: &mut Scenario,
     item: &str,
     di: Option<&Value>,
@@ -44,7 +64,10 @@ fn check_helm_item(
     name: &str,
 ) {
     s.with(
-        &format!("DeployItem {item}: helm, target {target}, Succeeded, managedResources ConfigMap {namespace}/{name} (manage) and Namespace {namespace} (keep)"),
+        &match mode {
+            Mode::ManifestOnly => format!("DeployItem {item}: helm, target {target}, Succeeded, managedResources ConfigMap {namespace}/{name} (manage) and Namespace {namespace} (keep)"),
+            Mode::Release => format!("DeployItem {item}: helm, target {target}, Succeeded, managedResources ConfigMap {namespace}/{name} (no policy), no Namespace"),
+        },
         di,
         |d| {
             if str_at(d, "/spec/type") != HELM_TYPE {
@@ -61,15 +84,25 @@ fn check_helm_item(
                 return Err(format!("providerStatus {status}"));
             }
             let managed = status["managedResources"].as_array().cloned().unwrap_or_default();
-            let has = |kind: &str, ns: &str, n: &str, policy: &str| {
+            let has = |kind: &str, ns: &str, n: &str, policy: Option<&str>| {
                 managed.iter().any(|r| {
                     r["resource"]["kind"] == kind
                         && r["resource"]["namespace"].as_str().unwrap_or_default() == ns
                         && r["resource"]["name"] == n
-                        && r["policy"] == policy
+                        && r["policy"].as_str() == policy
                 })
             };
-            if !has("ConfigMap", namespace, name, "manage") || !has("Namespace", "", namespace, "keep") {
+            let ok = match mode {
+                Mode::ManifestOnly => {
+                    has("ConfigMap", namespace, name, Some("manage"))
+                        && has("Namespace", "", namespace, Some("keep"))
+                }
+                Mode::Release => {
+                    has("ConfigMap", namespace, name, None)
+                        && !managed.iter().any(|r| r["resource"]["kind"] == "Namespace")
+                }
+            };
+            if !ok {
                 return Err(format!("providerStatus {status}"));
             }
             Ok(())
@@ -77,44 +110,108 @@ fn check_helm_item(
     );
 }
 
-/// A row: ConfigMap `namespace/name` on the cluster has `data` and the helm deployer's label.
-fn check_config_map(s: &mut Scenario, namespace: &str, name: &str, data: &Value) {
+/// A row: ConfigMap `namespace/name` on the cluster has `data` and the helm deployer's label
+/// (manifest-only) or Helm's ownership metadata of `release` (release), and for a release a
+/// row about its record: one revision, deployed.
+fn check_config_map(
+    mode: Mode,
+    s: &mut Scenario,
+    release: &str,
+    namespace: &str,
+    name: &str,
+    data: &Value,
+) {
     let found = s
         .cluster
         .as_ref()
         .and_then(|c| c.core(namespace, "configmaps", name));
     s.with(
-        &format!(
-            "cluster: ConfigMap {namespace}/{name} data == {data}, labelled by the helm deployer"
-        ),
+        &match mode {
+            Mode::ManifestOnly => format!(
+                "cluster: ConfigMap {namespace}/{name} data == {data}, labelled by the helm deployer"
+            ),
+            Mode::Release => format!(
+                "cluster: ConfigMap {namespace}/{name} data == {data}, owned by Helm release {release}"
+            ),
+        },
         found.as_ref(),
         |cm| {
             if cm["data"] != *data {
                 return Err(format!("data {}", cm["data"]));
             }
-            if cm["metadata"]["labels"][HELM_LABEL]
-                .as_str()
-                .is_none_or(str::is_empty)
-            {
-                return Err(format!("labels {}", cm["metadata"]["labels"]));
+            let labels = &cm["metadata"]["labels"];
+            let owned = match mode {
+                Mode::ManifestOnly => labels[HELM_LABEL].as_str().is_some_and(|v| !v.is_empty()),
+                Mode::Release => {
+                    labels["app.kubernetes.io/managed-by"] == "Helm"
+                        && cm["metadata"]["annotations"]["meta.helm.sh/release-name"] == release
+                        && cm["metadata"]["annotations"]["meta.helm.sh/release-namespace"]
+                            == namespace
+                }
+            };
+            if !owned {
+                return Err(format!("metadata {}", cm["metadata"]));
             }
             Ok(())
         },
     );
+    if mode == Mode::Release {
+        let records = s
+            .cluster
+            .as_ref()
+            .and_then(|c| {
+                c.get(&format!(
+                    "/api/v1/namespaces/{namespace}/secrets?labelSelector=owner%3Dhelm%2Cname%3D{release}"
+                ))
+            })
+            .map(|l| l["items"].clone());
+        s.with(
+            &format!("cluster: Helm release record sh.helm.release.v1.{release}.v1 in {namespace}, deployed"),
+            records.as_ref(),
+            |items| {
+                let found: Vec<(&str, &str, &str)> = items
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|i| {
+                        (
+                            str_at(i, "/metadata/name"),
+                            str_at(i, "/type"),
+                            str_at(i, "/metadata/labels/status"),
+                        )
+                    })
+                    .collect();
+                let wanted = format!("sh.helm.release.v1.{release}.v1");
+                (found == [(wanted.as_str(), "helm.sh/release.v1", "deployed")])
+                    .then_some(())
+                    .ok_or_else(|| format!("records {found:?}"))
+            },
+        );
+    }
 }
 
 #[test]
 fn scenario_01_single_deployitem_helm() {
+    scenario_01(Mode::ManifestOnly);
+}
+
+#[test]
+fn scenario_01_single_deployitem_helm_release() {
+    scenario_01(Mode::Release);
+}
+
+fn scenario_01(mode: Mode) {
     let Some(mut s) = Scenario::start("01", "helm") else {
         return;
     };
-    s.apply_step_rewritten(1, manifest_only);
+    mode.apply_step(&mut s, 1);
     s.settle(&[want("hello-world", "Succeeded", Job::New)], STEP);
     let inst = s.must("hello-world");
     s.check_installation(&inst, "Succeeded");
     s.check_execution_refs(&inst, &["default-deploy-item"]);
     let di = s.deploy_item(&inst, "default-deploy-item");
     check_helm_item(
+        mode,
         &mut s,
         "default-deploy-item",
         di.as_ref(),
@@ -123,7 +220,9 @@ fn scenario_01_single_deployitem_helm() {
         "hello-world",
     );
     check_config_map(
+        mode,
         &mut s,
+        "hello-world",
         "acc-01",
         "hello-world",
         &json!({"testData": "hello"}),
@@ -133,10 +232,19 @@ fn scenario_01_single_deployitem_helm() {
 
 #[test]
 fn scenario_02_multiple_deployitems_dependson_helm() {
+    scenario_02(Mode::ManifestOnly);
+}
+
+#[test]
+fn scenario_02_multiple_deployitems_dependson_helm_release() {
+    scenario_02(Mode::Release);
+}
+
+fn scenario_02(mode: Mode) {
     let Some(mut s) = Scenario::start("02", "helm") else {
         return;
     };
-    s.apply_step_rewritten(1, manifest_only);
+    mode.apply_step(&mut s, 1);
     s.settle(&[want("hello-world", "Succeeded", Job::New)], STEP);
     let inst = s.must("hello-world");
     s.check_installation(&inst, "Succeeded");
@@ -163,7 +271,7 @@ fn scenario_02_multiple_deployitems_dependson_helm() {
             "bar",
         ),
     ] {
-        check_helm_item(&mut s, item, di.as_ref(), target, namespace, name);
+        check_helm_item(mode, &mut s, item, di.as_ref(), target, namespace, name);
         s.with(
             &format!("DeployItem {item}: annotation dependsOn {depends:?}"),
             di.as_ref(),
@@ -173,7 +281,14 @@ fn scenario_02_multiple_deployitems_dependson_helm() {
                     .ok_or_else(|| format!("annotations {}", d["metadata"]["annotations"]))
             },
         );
-        check_config_map(&mut s, namespace, name, &json!({ "testData": data }));
+        check_config_map(
+            mode,
+            &mut s,
+            name,
+            namespace,
+            name,
+            &json!({ "testData": data }),
+        );
     }
     s.check_item_order(&inst, "deploy-item-2", &["deploy-item-1"]);
     s.finish();
@@ -187,10 +302,19 @@ fn has_code(obj: &Value, code: &str) -> bool {
 
 #[test]
 fn scenario_12_timeouts_pickup_interrupt_helm() {
+    scenario_12(Mode::ManifestOnly);
+}
+
+#[test]
+fn scenario_12_timeouts_pickup_interrupt_helm_release() {
+    scenario_12(Mode::Release);
+}
+
+fn scenario_12(mode: Mode) {
     let Some(mut s) = Scenario::start("12", "helm") else {
         return;
     };
-    s.apply_step_rewritten(1, manifest_only);
+    mode.apply_step(&mut s, 1);
     // hello-world's chart URL is unreachable: a recoverable error until the item's 30 s timeout.
     s.settle(
         &[
@@ -247,7 +371,7 @@ fn scenario_12_timeouts_pickup_interrupt_helm() {
     );
     let dummy_job = str_at(&dummy, "/status/jobID").to_string();
 
-    s.apply_step_rewritten(2, manifest_only);
+    mode.apply_step(&mut s, 2);
     s.settle(
         &[
             want("hello-world", "Succeeded", Job::New),
@@ -260,6 +384,7 @@ fn scenario_12_timeouts_pickup_interrupt_helm() {
     s.check_installation(&hello, "Succeeded");
     let di = s.deploy_item(&hello, "default-deploy-item");
     check_helm_item(
+        mode,
         &mut s,
         "default-deploy-item",
         di.as_ref(),
@@ -268,7 +393,9 @@ fn scenario_12_timeouts_pickup_interrupt_helm() {
         "hello-world",
     );
     check_config_map(
+        mode,
         &mut s,
+        "hello-world",
         "acc-12",
         "hello-world",
         &json!({"testData": "hello"}),
@@ -297,18 +424,28 @@ fn scenario_12_timeouts_pickup_interrupt_helm() {
 }
 
 #[test]
-fn scenario_14_upgrade_part_a_helm() {
+fn scenario_14_upgrade_helm() {
+    scenario_14(Mode::ManifestOnly);
+}
+
+#[test]
+fn scenario_14_upgrade_helm_release() {
+    scenario_14(Mode::Release);
+}
+
+/// Part A: hello-world 1.0.0 (a ConfigMap), then 1.0.1 (a Secret instead): the ConfigMap is
+/// deleted, the same deploy item carries on (for a release: revision 2, 1 superseded).
+fn scenario_14(mode: Mode) {
     let Some(mut s) = Scenario::start("14", "helm") else {
         return;
     };
-    // Step 1: hello-world 1.0.0 deploys a ConfigMap.
-    s.apply_step_rewritten(1, manifest_only);
+    mode.apply_step(&mut s, 1);
     s.settle(&[want("hello-world", "Succeeded", Job::New)], STEP);
     let inst = s.must("hello-world");
     s.check_installation(&inst, "Succeeded");
-    s.check_execution_refs(&inst, &["default-deploy-item"]);
     let di = s.deploy_item(&inst, "default-deploy-item");
     check_helm_item(
+        mode,
         &mut s,
         "default-deploy-item",
         di.as_ref(),
@@ -317,7 +454,9 @@ fn scenario_14_upgrade_part_a_helm() {
         "hello-world",
     );
     check_config_map(
+        mode,
         &mut s,
+        "hello-world",
         "acc-14",
         "hello-world",
         &json!({"testData": "hello"}),
@@ -327,45 +466,18 @@ fn scenario_14_upgrade_part_a_helm() {
         .map(|d| uid_of(d).to_string())
         .unwrap_or_default();
 
-    // Step 2: the new spec (hello-world 1.0.1) deploys a Secret instead; the ConfigMap goes.
-    s.apply_step_rewritten(2, manifest_only);
+    mode.apply_step(&mut s, 2);
     s.settle(&[want("hello-world", "Succeeded", Job::New)], STEP);
     let inst = s.must("hello-world");
     s.check_installation(&inst, "Succeeded");
-    s.ok(
-        "hello-world: observedGeneration 2",
-        inst.pointer("/status/observedGeneration") == Some(&json!(2)),
-        || describe_installation(&inst),
-    );
     let di = s.deploy_item(&inst, "default-deploy-item");
     s.with(
-        "DeployItem default-deploy-item: the same object as in step 1, Succeeded, managedResources Secret acc-14/hello-world (manage), no ConfigMap",
+        "DeployItem default-deploy-item: the same object, Succeeded",
         di.as_ref(),
         |d| {
-            if uid_of(d) != first_uid {
-                return Err(format!("uid {} != {first_uid}", uid_of(d)));
-            }
-            if phase_of(d) != "Succeeded" {
-                return Err(format!("phase {}, lastError {}", phase_of(d), d["status"]["lastError"]));
-            }
-            let managed = d["status"]["providerStatus"]["managedResources"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let kinds: Vec<(&str, &str, &str)> = managed
-                .iter()
-                .map(|r| {
-                    (
-                        r["resource"]["kind"].as_str().unwrap_or_default(),
-                        r["resource"]["name"].as_str().unwrap_or_default(),
-                        r["policy"].as_str().unwrap_or_default(),
-                    )
-                })
-                .collect();
-            (kinds.contains(&("Secret", "hello-world", "manage"))
-                && !kinds.iter().any(|(k, _, _)| *k == "ConfigMap"))
-            .then_some(())
-            .ok_or_else(|| format!("managedResources {kinds:?}"))
+            (uid_of(d) == first_uid && phase_of(d) == "Succeeded")
+                .then_some(())
+                .ok_or_else(|| describe_installation(d))
         },
     );
     let secret = s
@@ -373,20 +485,12 @@ fn scenario_14_upgrade_part_a_helm() {
         .as_ref()
         .and_then(|c| c.core("acc-14", "secrets", "hello-world"));
     s.with(
-        "cluster: Secret acc-14/hello-world with testData: hello, labelled by the helm deployer",
+        "cluster: Secret acc-14/hello-world {testData: hello}",
         secret.as_ref(),
         |secret| {
-            // stringData is stored as base64 data.
-            if secret["data"]["testData"] != "aGVsbG8=" {
-                return Err(format!("data {}", secret["data"]));
-            }
-            if secret["metadata"]["labels"][HELM_LABEL]
-                .as_str()
-                .is_none_or(str::is_empty)
-            {
-                return Err(format!("labels {}", secret["metadata"]["labels"]));
-            }
-            Ok(())
+            (secret["data"]["testData"] == "aGVsbG8=")
+                .then_some(())
+                .ok_or_else(|| format!("data {}", secret["data"]))
         },
     );
     let config_map = s
@@ -398,5 +502,37 @@ fn scenario_14_upgrade_part_a_helm() {
         config_map.is_none(),
         || format!("{config_map:?}"),
     );
+    if mode == Mode::Release {
+        let records = s.cluster.as_ref().and_then(|c| {
+            c.get(
+                "/api/v1/namespaces/acc-14/secrets?labelSelector=owner%3Dhelm%2Cname%3Dhello-world",
+            )
+        });
+        s.with(
+            "cluster: release hello-world revision 1 superseded, revision 2 deployed",
+            records.as_ref(),
+            |list| {
+                let mut found: Vec<(String, String)> = list["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|i| {
+                        (
+                            str_at(i, "/metadata/labels/version").to_string(),
+                            str_at(i, "/metadata/labels/status").to_string(),
+                        )
+                    })
+                    .collect();
+                found.sort();
+                (found
+                    == [
+                        ("1".to_string(), "superseded".to_string()),
+                        ("2".to_string(), "deployed".to_string()),
+                    ])
+                .then_some(())
+                .ok_or_else(|| format!("records {found:?}"))
+            },
+        );
+    }
     s.finish();
 }

@@ -297,28 +297,6 @@ fn a_chart_is_deployed_updated_and_deleted_without_helm_releases() {
     );
 }
 
-#[test]
-fn helm_release_mode_fails_with_a_clear_error() {
-    let cluster = Cluster::start("100ms");
-    let daemon = Daemon::start();
-    daemon.write("target.yaml", &target(&cluster));
-    write_chart(&daemon.manifests.join("charts/demo"));
-    let text = installation("rel", "{ref: \"local://charts/demo\"}", "x")
-        .replace("helmDeployment: false", "helmDeployment: true");
-    daemon.write("rel.yaml", &text);
-    let di = eventually(Duration::from_secs(30), "the helm item to fail", || {
-        item_of(&daemon, "rel").filter(|d| d["status"]["phase"] == "Failed")
-    });
-    let message = di["status"]["lastError"]["message"]
-        .as_str()
-        .unwrap_or_default();
-    assert_eq!(
-        message,
-        "helm releases (helmDeployment: true) are not supported yet; set helmDeployment: false"
-    );
-    assert!(cluster.core("apps-rel", "configmaps", "rel-cm").is_none());
-}
-
 fn curl(args: &[&str]) -> String {
     let out = Command::new("curl")
         .args(["-sS", "--fail-with-body", "-D", "-"])

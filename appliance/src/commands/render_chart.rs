@@ -160,6 +160,7 @@ fn render(args: &RenderChartArgs) -> Result<String, ChartError> {
         skip_tests: args.skip_tests,
         show_only: args.show_only.clone(),
         lookup: None,
+        skip_schema_validation: false,
     };
     landscaper_charts::template(chart, &values, &opts)
 }

@@ -387,6 +387,56 @@ pub async fn reconcile(
         );
     }
 
+    let export =
+        match check_readiness_and_exports(&request, desired, client, &mut target_clients, &status)
+            .await?
+        {
+            Checked::Ready(export) => export,
+            Checked::Waiting(result) => return Ok(result),
+        };
+
+    apply::patch_after_deployment(client, &applied.patches)
+        .await
+        .map_err(|e| DeployerError::new(operation, "PatchAfterDeployment", e))?;
+
+    Ok(ReconcileResult {
+        phase: Some(Phase::Succeeded),
+        provider_status: Some(status.to_value()),
+        export,
+    })
+}
+
+/// What the readiness checks and exports found.
+#[derive(Debug)]
+pub enum Checked {
+    /// Every object is ready; the exports (when configured).
+    Ready(Option<Value>),
+    /// Not yet: the answer to give (`Progressing`).
+    Waiting(ReconcileResult),
+}
+
+fn waiting_checked(
+    item: &DeployItem,
+    status: &ProviderStatus,
+    reason: DeployerError,
+) -> Result<Checked, DeployerError> {
+    waiting(item, status, reason).map(Checked::Waiting)
+}
+
+/// The checks after the objects are applied, one place for every deployer that applies
+/// manifests (the manifest deployer, both modes of the helm deployer): default readiness of
+/// the managed resources in `status` (unless disabled), the custom readiness checks (with their
+/// `timeout`), then the exports.
+pub async fn check_readiness_and_exports(
+    request: &DeployRequest<'_>,
+    desired: &Desired<'_>,
+    client: &dyn ClusterClient,
+    target_clients: &mut TargetClients<'_>,
+    status: &ProviderStatus,
+) -> Result<Checked, DeployerError> {
+    let item = request.item;
+    let naming = desired.naming;
+    let operation = naming.reconcile_operation;
     request.checkpoint(naming.checkpoint_before_readiness);
     if !desired.readiness_checks.disable_default {
         request.checkpoint(naming.checkpoint_default_readiness);
@@ -396,9 +446,9 @@ pub async fn reconcile(
             let operation = naming.default_readiness_operation;
             let message = not_ready.to_string();
             readiness_deadline(item, operation, desired.readiness_checks, &message)?;
-            return waiting(
+            return waiting_checked(
                 item,
-                &status,
+                status,
                 DeployerError::new(operation, "ObjectNotReady", message),
             );
         }
@@ -417,9 +467,9 @@ pub async fn reconcile(
             Ok(c) => c,
             Err(e) => {
                 let message = format!("readiness check {:?}: {e}", check.name);
-                return waiting(
+                return waiting_checked(
                     item,
-                    &status,
+                    status,
                     e.deployer_error(
                         naming.custom_readiness_operation,
                         "SecondaryTarget",
@@ -432,9 +482,9 @@ pub async fn reconcile(
             let operation = naming.custom_readiness_operation;
             let message = format!("readiness check {:?}: {not_ready}", check.name);
             readiness_deadline(item, operation, desired.readiness_checks, &message)?;
-            return waiting(
+            return waiting_checked(
                 item,
-                &status,
+                status,
                 DeployerError::new(operation, "ObjectNotReady", message),
             );
         }
@@ -444,20 +494,20 @@ pub async fn reconcile(
         None => None,
         Some(exports) => {
             request.checkpoint(naming.checkpoint_before_exports);
-            match exports::collect_exports(&mut target_clients, exports).await {
+            match exports::collect_exports(target_clients, exports).await {
                 Ok(values) => Some(Value::Object(values)),
                 Err(ExportError::SecondaryTarget { key, error }) => {
                     let message = format!("export {key}: {error}");
-                    return waiting(
+                    return waiting_checked(
                         item,
-                        &status,
+                        status,
                         error.deployer_error(operation, "ReadExportValues", message),
                     );
                 }
                 Err(e) => {
-                    return waiting(
+                    return waiting_checked(
                         item,
-                        &status,
+                        status,
                         DeployerError::new(operation, "ReadExportValues", e.to_string()),
                     );
                 }
@@ -465,15 +515,36 @@ pub async fn reconcile(
         }
     };
 
-    apply::patch_after_deployment(client, &applied.patches)
-        .await
-        .map_err(|e| DeployerError::new(operation, "PatchAfterDeployment", e))?;
+    Ok(Checked::Ready(export))
+}
 
-    Ok(ReconcileResult {
-        phase: Some(Phase::Succeeded),
-        provider_status: Some(status.to_value()),
-        export,
-    })
+/// [`check_readiness_and_exports`] for objects applied by someone else (a Helm release): the
+/// item's clients are built here; `Succeeded` with the exports, or `Progressing`.
+pub async fn readiness_and_exports(
+    clients: &dyn ClientFactory,
+    request: DeployRequest<'_>,
+    desired: &Desired<'_>,
+    status: &ProviderStatus,
+) -> Result<ReconcileResult, DeployerError> {
+    let primary = clients.client(request.target).await?;
+    let mut target_clients =
+        TargetClients::new(primary.clone(), clients, request.secondary_targets);
+    match check_readiness_and_exports(
+        &request,
+        desired,
+        primary.as_ref(),
+        &mut target_clients,
+        status,
+    )
+    .await?
+    {
+        Checked::Ready(export) => Ok(ReconcileResult {
+            phase: Some(Phase::Succeeded),
+            provider_status: Some(status.to_value()),
+            export,
+        }),
+        Checked::Waiting(result) => Ok(result),
+    }
 }
 
 /// Removes the `managed` resources of the last revision, group by group (`deletion_groups`,

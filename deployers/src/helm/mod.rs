@@ -1,20 +1,29 @@
-//! Landscaper's helm deployer (`landscaper.gardener.cloud/helm`), manifest-only mode
-//! (`helmDeployment: false`): fetches the chart ([`landscaper_sources`]), renders it in-process
-//! ([`landscaper_charts`]) and hands CRDs and manifests to the shared [applier](crate::applier)
-//! with policy `manage` and the helm deployer's labels and provider status. Real Helm releases
-//! (`helmDeployment: true`, the default) are not supported yet: such items fail with a
-//! configuration problem that names the missing mode.
+//! Landscaper's helm deployer (`landscaper.gardener.cloud/helm`): fetches the chart
+//! ([`landscaper_sources`]) and renders it in-process ([`landscaper_charts`]).
+//!
+//! - `helmDeployment: true` (the default): a real Helm release ([`release`]): install or
+//!   upgrade with Helm's semantics, the release records as Helm 3.19 stores them (so the `helm`
+//!   CLI sees and manages them), then readiness checks and exports over the release's objects
+//!   (the applier's, one place); delete uninstalls the release.
+//! - `helmDeployment: false`: CRDs and manifests go to the shared [applier](crate::applier)
+//!   with policy `manage` and the helm deployer's labels and provider status.
 //!
 //! ```text
-//! parse config ─► fetch chart (cache) ─► discovery (.Capabilities) ─► render (values,
-//!   .Release, lookup on the target) ─►
-//!   manifests (CRDs first, + Namespace `keep` with createNamespace) ─► applier::reconcile
-//!   ─► value exports (jsonPath over the render values) merged with resource exports
+//! Both modes render with `.Capabilities` from the target (its version and discovery, as Helm's
+//! install sees them) and `lookup` answered by the target.
+//!
+//! real:     parse config ─► fetch chart ─► release history ─► render at the next revision ─►
+//!           install | upgrade ─► provider status (the manifest's objects) ─► readiness, exports
+//!           (while Progressing: readiness and exports only, no new revision)
+//! manifest: parse config ─► fetch chart (cache) ─► render (values, .Release, .Capabilities) ─►
+//!           manifests (CRDs first, + Namespace `keep` with createNamespace) ─► applier::reconcile
+//!           ─► value exports (jsonPath over the render values) merged with resource exports
 //! ```
 
 pub mod config;
 pub mod hooks;
 pub mod lookup;
+pub mod release;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,10 +35,14 @@ use landscaper_sources::{ChartContent, ChartSources, FetchContext, FetchedChart,
 use serde_json::{Map, Value, json};
 
 use self::config::{ConfigError, ProviderConfiguration};
+use self::release::action::{self, ActionError, ActionOptions, Plan, ReleaseSpec};
+use self::release::model::{ChartRecord, Hook};
+use self::release::storage::{MAX_HISTORY, Storage};
 use crate::applier::config::{Exports, Manifest, ManifestPolicy};
 use crate::applier::jsonpath::{KubePath, construct, merge_maps};
-use crate::applier::status::ProviderStatus;
+use crate::applier::status::{ManagedResourceStatus, ObjectReference, ProviderStatus};
 use crate::applier::{self, ClientFactory, Desired, KubeClientFactory, Naming};
+use crate::kubernetes::ClusterClient;
 use crate::{BoxFuture, DeleteResult, DeployRequest, Deployer, DeployerError, ReconcileResult};
 
 /// The deploy item type served.
@@ -160,13 +173,229 @@ fn previous_status(item: &DeployItem) -> Result<Option<ProviderStatus>, Deployer
     }
 }
 
-/// The error of an item asking for a real Helm release.
-pub fn helm_release_unsupported() -> DeployerError {
-    DeployerError::configuration_problem(
-        INIT_OPERATION,
-        "HelmDeploymentUnsupported",
-        "helm releases (helmDeployment: true) are not supported yet; set helmDeployment: false",
-    )
+const GET_RELEASE_OPERATION: &str = "GetHelmRelease";
+const INSTALL_OPERATION: &str = "InstallHelmRelease";
+const UPGRADE_OPERATION: &str = "UpgradeHelmRelease";
+const DELETE_OPERATION: &str = "DeleteHelmRelease";
+
+/// A boolean of `helmDeploymentConfig.install|upgrade` (`false` when unset or not a bool).
+fn deployment_flag(args: Option<&Map<String, Value>>, key: &str) -> bool {
+    args.and_then(|a| a.get(key))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// `timeout` of `helmDeploymentConfig.install|upgrade|uninstall` (default 5m).
+fn deployment_timeout(
+    args: Option<&Map<String, Value>>,
+    operation: &str,
+) -> Result<std::time::Duration, DeployerError> {
+    match args.and_then(|a| a.get("timeout")) {
+        None | Some(Value::Null) => Ok(action::DEFAULT_TIMEOUT),
+        Some(Value::String(text)) => landscaper_model::Duration::parse(text)
+            .map(|d| d.to_std())
+            .map_err(|e| {
+                DeployerError::new(
+                    operation,
+                    "UnmarshalConfig",
+                    format!("timeout: unable to parse string into a duration: {e}"),
+                )
+            }),
+        Some(other) => Err(DeployerError::new(
+            operation,
+            "UnmarshalConfig",
+            format!("timeout: expected a duration string, not {other}"),
+        )),
+    }
+}
+
+/// The item's deadline on the runtime's clock.
+fn runtime_deadline(deadline: Option<jiff::Timestamp>) -> Option<tokio::time::Instant> {
+    deadline.map(|d| {
+        let left = std::time::Duration::try_from(d.duration_since(jiff::Timestamp::now()))
+            .unwrap_or_default();
+        tokio::time::Instant::now() + left
+    })
+}
+
+/// `helmDeploymentConfig.uninstall`: `wait` and `timeout`.
+fn uninstall_options(
+    config: &ProviderConfiguration,
+    deadline: Option<jiff::Timestamp>,
+) -> Result<ActionOptions, DeployerError> {
+    let args = config
+        .helm_deployment_config
+        .as_ref()
+        .and_then(|d| d.uninstall.as_ref());
+    Ok(ActionOptions {
+        wait: deployment_flag(args, "wait"),
+        timeout: deployment_timeout(args, "NewUninstallConfiguration")?,
+        deadline: runtime_deadline(deadline),
+        ..ActionOptions::default()
+    })
+}
+
+/// The action switches of `helmDeploymentConfig` for `plan` (`newInstallConfiguration`,
+/// `newUpgradeConfiguration`: `timeout` defaults to 5m); waiting never passes `deadline`.
+fn action_options(
+    config: &ProviderConfiguration,
+    plan: Plan,
+    deadline: Option<jiff::Timestamp>,
+) -> Result<ActionOptions, DeployerError> {
+    let deployment = config.helm_deployment_config.as_ref();
+    let (args, operation) = if plan.is_install() {
+        (
+            deployment.and_then(|d| d.install.as_ref()),
+            "NewInstallConfiguration",
+        )
+    } else {
+        (
+            deployment.and_then(|d| d.upgrade.as_ref()),
+            "NewUpgradeConfiguration",
+        )
+    };
+    let timeout = deployment_timeout(args, operation)?;
+    let deadline = runtime_deadline(deadline);
+    Ok(ActionOptions {
+        create_namespace: config.create_namespace && plan.is_install(),
+        force: deployment_flag(args, "force"),
+        take_ownership: deployment_flag(args, "takeOwnership"),
+        // Landscaper sets `MaxHistory = 10` on upgrades only.
+        max_history: if plan.is_install() { 0 } else { MAX_HISTORY },
+        wait: deployment_flag(args, "wait"),
+        atomic: deployment_flag(args, "atomic"),
+        timeout,
+        deadline,
+    })
+}
+
+/// The managed resources of a release as Landscaper lists them (`GetManagedResourcesStatus`):
+/// every object of the manifest (lists expanded), its namespace defaulted to the release
+/// namespace (whatever its scope), no policy.
+pub fn release_managed_resources(
+    manifest: &str,
+    namespace: &str,
+) -> Result<Vec<ManagedResourceStatus>, String> {
+    let objects = action::manifest_objects(manifest)
+        .map_err(|e| format!("unable to decode item of helm manifest: {e}"))?;
+    Ok(objects
+        .iter()
+        .map(|object| {
+            let mut resource = ObjectReference::of(object);
+            resource.uid.clear();
+            resource.resource_version.clear();
+            if resource.namespace.is_empty() {
+                resource.namespace = namespace.to_string();
+            }
+            ManagedResourceStatus {
+                annotate_before_delete: None,
+                patch_before_delete: None,
+                policy: ManifestPolicy::Other(String::new()),
+                resource,
+            }
+        })
+        .collect())
+}
+
+/// An action's failure as Landscaper reports it (`unable to install helm chart release: ...`);
+/// retried, except for an unauthorized target.
+fn action_error(plan: Plan, e: &ActionError) -> DeployerError {
+    let (operation, verb) = if plan.is_install() {
+        (INSTALL_OPERATION, "install")
+    } else {
+        (UPGRADE_OPERATION, "upgrade")
+    };
+    let message = format!("unable to {verb} helm chart release: {e}");
+    match e.cluster_error() {
+        Some(c) => {
+            let mut error = applier::cluster_error(operation, "Install", c);
+            error.message = message;
+            error
+        }
+        None => DeployerError::new(operation, "Install", message),
+    }
+}
+
+/// What a render learns from the target: `.Capabilities` as Helm's install sees them
+/// (`Version` is the server's gitVersion; APIVersions from discovery; Helm's defaults for what
+/// the server does not tell) and the `lookup` answered by the target.
+struct TargetView {
+    capabilities: Capabilities,
+    lookup: Option<Arc<lookup::ClusterLookup>>,
+}
+
+impl TargetView {
+    async fn of(client: &Arc<dyn ClusterClient>) -> TargetView {
+        let kube_version = client
+            .server_version()
+            .await
+            .and_then(|git_version| {
+                landscaper_charts::KubeVersion::parse(&git_version)
+                    .ok()
+                    .map(|parsed| landscaper_charts::KubeVersion {
+                        version: git_version,
+                        ..parsed
+                    })
+            })
+            .unwrap_or_default();
+        let discovery = client.served_resources().await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "discovery failed; rendering with Helm's default API versions");
+            Vec::new()
+        });
+        // Outside a tokio runtime (never in the daemon) lookups stay empty, as offline.
+        let lookup = tokio::runtime::Handle::try_current().ok().map(|runtime| {
+            Arc::new(lookup::ClusterLookup::new(
+                client.clone(),
+                runtime,
+                &discovery,
+            ))
+        });
+        TargetView {
+            capabilities: Capabilities::discovered(kube_version, &discovery),
+            lookup,
+        }
+    }
+
+    fn chart_lookup(&self) -> Option<Arc<dyn Lookup>> {
+        self.lookup.clone().map(|l| -> Arc<dyn Lookup> { l })
+    }
+}
+
+/// Runs `render` on a thread with a large stack (deep templates), without blocking the
+/// runtime; its error is a configuration problem naming the chart.
+async fn render_on_thread<T: Send + 'static>(
+    chart: &str,
+    view: &TargetView,
+    render: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, DeployerError> {
+    let handle = std::thread::Builder::new()
+        .name("render-helm".into())
+        .stack_size(64 << 20)
+        .spawn(render)
+        .map_err(|e| DeployerError::new(TEMPLATE_OPERATION, "RenderHelmValues", e.to_string()))?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let result = handle
+            .join()
+            .unwrap_or_else(|_| Err("the renderer panicked".to_string()));
+        let _ = tx.send(result);
+    });
+    rx.await
+        .unwrap_or_else(|_| Err("the renderer stopped".to_string()))
+        .map_err(|e| {
+            let message = format!("chart {chart}: {e}");
+            if view.lookup.as_ref().is_some_and(|l| l.failed_transiently()) {
+                // The cluster did not answer a lookup: retried, unlike Landscaper, which
+                // fails every render error for good.
+                DeployerError::new(TEMPLATE_OPERATION, "RenderHelmValues", message)
+            } else {
+                DeployerError::configuration_problem(
+                    TEMPLATE_OPERATION,
+                    "RenderHelmValues",
+                    message,
+                )
+            }
+        })
 }
 
 /// A chart source's failure as Landscaper treats `GetHelmChart` errors: configuration problems
@@ -257,15 +486,21 @@ fn chart_metadata_json(metadata: &landscaper_charts::chart::Metadata) -> Value {
     Value::Object(map)
 }
 
-/// Loads and renders a chart as Landscaper's manifest-only mode does (install, revision 0,
-/// CRDs included, hooks applied like manifests), `lookup` answered by `lookup` (empty without).
-/// Runs on a thread with a large stack.
-pub fn render_chart(
+/// A loaded chart with the user's values and Landscaper's render values (for value exports).
+struct Prepared {
+    chart: landscaper_charts::chart::Chart,
+    user_values: landscaper_templating::gotemplate::value::MapRef,
+    render_values: Value,
+}
+
+/// Loads the chart and computes the render values (`.Values` coalesced only when a value
+/// export needs them, as `ToRenderValues` computes them).
+fn prepare(
     content: &ChartContent,
     config: &ProviderConfiguration,
-    capabilities: Capabilities,
-    lookup: Option<Arc<dyn Lookup>>,
-) -> Result<RenderedChart, String> {
+    capabilities: &Capabilities,
+    release: &ReleaseOptions,
+) -> Result<Prepared, String> {
     let chart = match content {
         ChartContent::Archive(bytes) => landscaper_charts::load_archive(bytes),
         ChartContent::Directory(dir) => landscaper_charts::load_dir(dir),
@@ -280,14 +515,6 @@ pub fn render_chart(
         landscaper_templating::gotemplate::Value::Map(m) => m,
         _ => landscaper_charts::values::new_table(),
     };
-    let release = ReleaseOptions {
-        name: config.name.clone(),
-        namespace: config.namespace.clone(),
-        revision: 0,
-        is_install: true,
-        is_upgrade: false,
-    };
-    // The coalesced values for exports (as `ToRenderValues` computes them).
     let needs_values = config
         .all_exports()
         .exports
@@ -313,16 +540,54 @@ pub fn render_chart(
         },
         "APIVersions": capabilities.api_versions,
     });
+    let render_values = json!({
+        "Values": values_json,
+        "Release": {
+            "Name": release.name,
+            "Namespace": release.namespace,
+            "Revision": release.revision,
+            "IsUpgrade": release.is_upgrade,
+            "IsInstall": release.is_install,
+            "Service": "Helm",
+        },
+        "Chart": metadata,
+        "Capabilities": capabilities_json,
+    });
+    Ok(Prepared {
+        chart,
+        user_values,
+        render_values,
+    })
+}
+
+/// Loads and renders a chart as Landscaper's manifest-only mode does (install, revision 0,
+/// CRDs included, hooks applied like manifests), `lookup` answered by `lookup` (empty without).
+/// Runs on a thread with a large stack.
+pub fn render_chart(
+    content: &ChartContent,
+    config: &ProviderConfiguration,
+    capabilities: Capabilities,
+    lookup: Option<Arc<dyn Lookup>>,
+) -> Result<RenderedChart, String> {
+    let release = ReleaseOptions {
+        name: config.name.clone(),
+        namespace: config.namespace.clone(),
+        revision: 0,
+        is_install: true,
+        is_upgrade: false,
+    };
+    let prepared = prepare(content, config, &capabilities, &release)?;
     let opts = TemplateOptions {
-        release: release.clone(),
+        release,
         capabilities,
         include_crds: true,
         skip_tests: false,
         show_only: Vec::new(),
         lookup,
+        skip_schema_validation: false,
     };
-    let rendered =
-        landscaper_charts::render(chart, &user_values, &opts).map_err(|e| e.to_string())?;
+    let rendered = landscaper_charts::render(prepared.chart, &prepared.user_values, &opts)
+        .map_err(|e| e.to_string())?;
     let mut manifests = Vec::new();
     let manage = |object: Value| Manifest {
         policy: ManifestPolicy::Manage,
@@ -347,22 +612,125 @@ pub fn render_chart(
             ..Default::default()
         });
     }
-    let render_values = json!({
-        "Values": values_json,
-        "Release": {
-            "Name": release.name,
-            "Namespace": release.namespace,
-            "Revision": release.revision,
-            "IsUpgrade": release.is_upgrade,
-            "IsInstall": release.is_install,
-            "Service": "Helm",
-        },
-        "Chart": metadata,
-        "Capabilities": capabilities_json,
-    });
     Ok(RenderedChart {
         manifests,
-        render_values,
+        render_values: prepared.render_values,
+    })
+}
+
+/// What rendering a real release produced.
+#[derive(Debug, Default)]
+pub struct RenderedRelease {
+    pub spec: ReleaseSpec,
+    /// As [`RenderedChart::render_values`].
+    pub render_values: Value,
+}
+
+/// `helmDeploymentConfig.install|upgrade.skipSchemaValidation` for `plan`.
+fn skip_schema_validation(config: &ProviderConfiguration, plan: Plan) -> bool {
+    let deployment = config.helm_deployment_config.as_ref();
+    let args = if plan.is_install() {
+        deployment.and_then(|d| d.install.as_ref())
+    } else {
+        deployment.and_then(|d| d.upgrade.as_ref())
+    };
+    deployment_flag(args, "skipSchemaValidation")
+}
+
+/// The comma-separated values of a hook annotation, lower-cased (`operateAnnotationValues`).
+fn annotation_values(object: &Value, key: &str) -> Vec<String> {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+        .map(|v| {
+            v.split(',')
+                .map(|p| p.trim().to_lowercase())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+}
+
+/// Renders a chart for a real release at `plan`'s revision (`.Release.IsInstall`/`IsUpgrade`
+/// and `Revision` as Helm sets them): the record's chart, values, manifest (no CRDs, no hooks,
+/// Helm's `# Source:` layout), hooks, notes, and the CRDs of `crds/` apart.
+pub fn render_release(
+    content: &ChartContent,
+    config: &ProviderConfiguration,
+    capabilities: Capabilities,
+    lookup: Option<Arc<dyn Lookup>>,
+    plan: Plan,
+) -> Result<RenderedRelease, String> {
+    let release = ReleaseOptions {
+        name: config.name.clone(),
+        namespace: config.namespace.clone(),
+        revision: i64::from(plan.revision()),
+        is_install: plan.is_install(),
+        is_upgrade: !plan.is_install(),
+    };
+    let prepared = prepare(content, config, &capabilities, &release)?;
+    let chart_record = ChartRecord::of(&prepared.chart);
+    let crds: Vec<(String, String)> = prepared
+        .chart
+        .crd_objects(prepared.chart.name())
+        .into_iter()
+        .map(|(p, d)| (p, String::from_utf8_lossy(&d).into_owned()))
+        .collect();
+    let opts = TemplateOptions {
+        release,
+        capabilities,
+        include_crds: false,
+        skip_tests: false,
+        show_only: Vec::new(),
+        lookup,
+        skip_schema_validation: skip_schema_validation(config, plan),
+    };
+    let rendered = landscaper_charts::render(prepared.chart, &prepared.user_values, &opts)
+        .map_err(|e| e.to_string())?;
+    let mut crd_objects = Vec::new();
+    for (path, text) in &crds {
+        crd_objects.extend(parse_documents(path, text)?);
+    }
+    let manifest: String = rendered
+        .manifests
+        .iter()
+        .map(|m| format!("---\n# Source: {}\n{}\n", m.path, m.content))
+        .collect();
+    let mut hooks = Vec::new();
+    for h in &rendered.hooks {
+        let object = parse_documents(&h.path, &h.content)?
+            .into_iter()
+            .next()
+            .unwrap_or(Value::Null);
+        hooks.push(Hook {
+            name: h.name.clone(),
+            kind: h.kind.clone(),
+            path: h.path.clone(),
+            manifest: h.content.clone(),
+            events: h.events.clone(),
+            last_run: Default::default(),
+            weight: h.weight,
+            delete_policies: annotation_values(&object, "helm.sh/hook-delete-policy"),
+            output_log_policies: annotation_values(&object, "helm.sh/hook-output-log-policy"),
+        });
+    }
+    let mut values = config.values.clone();
+    release::model::go_numbers(&mut values);
+    Ok(RenderedRelease {
+        spec: ReleaseSpec {
+            name: config.name.clone(),
+            namespace: config.namespace.clone(),
+            chart: chart_record,
+            config: match values {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+            manifest,
+            hooks,
+            notes: rendered.notes,
+            crds: crd_objects,
+        },
+        render_values: prepared.render_values,
     })
 }
 
@@ -445,76 +813,21 @@ impl HelmDeployer {
         let item = request.item;
         let config = parse_config(item, false)?;
         if config.helm_deployment {
-            return Err(helm_release_unsupported());
+            return self.reconcile_release(request, config).await;
         }
         let fetched = self.fetch(&request, &config).await?;
-        // `.Capabilities` from the target's API server as Helm's install sees them (`Version`
-        // is the server's gitVersion; APIVersions from discovery); Helm's defaults for what
-        // the server does not tell.
         let client = self.clients.client(request.target).await?;
-        let kube_version = client
-            .server_version()
-            .await
-            .and_then(|git_version| {
-                landscaper_charts::KubeVersion::parse(&git_version)
-                    .ok()
-                    .map(|parsed| landscaper_charts::KubeVersion {
-                        version: git_version,
-                        ..parsed
-                    })
-            })
-            .unwrap_or_default();
-        let discovery = client.served_resources().await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "discovery failed; rendering with Helm's default API versions");
-            Vec::new()
-        });
-        let capabilities = Capabilities::discovered(kube_version, &discovery);
-        // Outside a tokio runtime (never in the daemon) lookups stay empty, as offline.
-        let cluster_lookup = tokio::runtime::Handle::try_current().ok().map(|runtime| {
-            Arc::new(lookup::ClusterLookup::new(
-                client.clone(),
-                runtime,
-                &discovery,
-            ))
-        });
+        let view = TargetView::of(&client).await;
         let name = chart_name(&config.chart);
         let rendered = {
             let config = config.clone();
             let content = fetched.content.clone();
-            let chart_lookup = cluster_lookup.clone().map(|l| -> Arc<dyn Lookup> { l });
-            let handle = std::thread::Builder::new()
-                .name("render-helm".into())
-                .stack_size(64 << 20)
-                .spawn(move || render_chart(&content, &config, capabilities, chart_lookup))
-                .map_err(|e| {
-                    DeployerError::new(TEMPLATE_OPERATION, "RenderHelmValues", e.to_string())
-                })?;
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            std::thread::spawn(move || {
-                let result = handle
-                    .join()
-                    .unwrap_or_else(|_| Err("the renderer panicked".to_string()));
-                let _ = tx.send(result);
-            });
-            rx.await
-                .unwrap_or_else(|_| Err("the renderer stopped".to_string()))
-                .map_err(|e| {
-                    let message = format!("chart {name}: {e}");
-                    if cluster_lookup
-                        .as_ref()
-                        .is_some_and(|l| l.failed_transiently())
-                    {
-                        // The cluster did not answer a lookup: retried, unlike Landscaper,
-                        // which fails every render error for good.
-                        DeployerError::new(TEMPLATE_OPERATION, "RenderHelmValues", message)
-                    } else {
-                        DeployerError::configuration_problem(
-                            TEMPLATE_OPERATION,
-                            "RenderHelmValues",
-                            message,
-                        )
-                    }
-                })?
+            let capabilities = view.capabilities.clone();
+            let lookup = view.chart_lookup();
+            render_on_thread(&name, &view, move || {
+                render_chart(&content, &config, capabilities, lookup)
+            })
+            .await?
         };
         let all_exports = config.all_exports();
         let values_export = value_exports(&all_exports, &rendered.render_values).map_err(|e| {
@@ -548,9 +861,186 @@ impl HelmDeployer {
         Ok(result)
     }
 
+    /// `helmDeployment: true`: install or upgrade the release (Landscaper runs one per job:
+    /// while the item waits in `Progressing` with the release's provider status, only the
+    /// readiness checks and exports run again), then readiness and exports as in manifest mode.
+    async fn reconcile_release(
+        &self,
+        request: DeployRequest<'_>,
+        config: ProviderConfiguration,
+    ) -> Result<ReconcileResult, DeployerError> {
+        let item = request.item;
+        let all_exports = config.all_exports();
+        let progressing = item.status.as_ref().and_then(|s| s.phase.as_ref())
+            == Some(&landscaper_model::Phase::Progressing);
+        let previous = previous_status(item)?;
+        let (status, render_values) = match previous {
+            Some(previous) if progressing => {
+                let needs_values = all_exports
+                    .exports
+                    .iter()
+                    .any(|e| e.from_resource.is_none());
+                let values = if needs_values {
+                    // Value exports read the render values; rendering needs no cluster.
+                    let fetched = self.fetch(&request, &config).await?;
+                    let client = self.clients.client(request.target).await?;
+                    let history = Storage::new(client.as_ref(), &config.namespace)
+                        .readable_history(&config.name)
+                        .await
+                        .map_err(|e| {
+                            DeployerError::new(GET_RELEASE_OPERATION, "GetRelease", e.to_string())
+                        })?;
+                    let revision = history.last().map_or(1, |r| r.version);
+                    let plan = if revision <= 1 {
+                        Plan::Install
+                    } else {
+                        Plan::Upgrade { revision }
+                    };
+                    let view = TargetView::of(&client).await;
+                    let name = chart_name(&config.chart);
+                    let content = fetched.content.clone();
+                    let cfg = config.clone();
+                    let capabilities = view.capabilities.clone();
+                    let lookup = view.chart_lookup();
+                    render_on_thread(&name, &view, move || {
+                        render_release(&content, &cfg, capabilities, lookup, plan)
+                    })
+                    .await?
+                    .render_values
+                } else {
+                    Value::Null
+                };
+                (previous, values)
+            }
+            _ => {
+                let fetched = self.fetch(&request, &config).await?;
+                let client_arc = self.clients.client(request.target).await?;
+                let client = client_arc.as_ref();
+                client.invalidate_discovery();
+                let view = TargetView::of(&client_arc).await;
+                let history = Storage::new(client, &config.namespace)
+                    .readable_history(&config.name)
+                    .await
+                    .map_err(|e| match e.cluster_error() {
+                        Some(c) => {
+                            let mut error =
+                                applier::cluster_error(GET_RELEASE_OPERATION, "GetRelease", c);
+                            error.message = e.to_string();
+                            error
+                        }
+                        None => {
+                            DeployerError::new(GET_RELEASE_OPERATION, "GetRelease", e.to_string())
+                        }
+                    })?;
+                let plan = Plan::of(&history);
+                let name = chart_name(&config.chart);
+                let rendered = {
+                    let content = fetched.content.clone();
+                    let cfg = config.clone();
+                    let capabilities = view.capabilities.clone();
+                    let lookup = view.chart_lookup();
+                    render_on_thread(&name, &view, move || {
+                        render_release(&content, &cfg, capabilities, lookup, plan)
+                    })
+                    .await?
+                };
+                let options = action_options(&config, plan, request.deadline)?;
+                // The hook seam: `rendered.spec.hooks` are recorded; `action::run_hooks` runs
+                // them at each event once the hook runner is plugged in.
+                let result = match plan {
+                    Plan::Install => action::install(client, &rendered.spec, options).await,
+                    Plan::Upgrade { .. } => {
+                        action::upgrade(client, &history, &rendered.spec, options).await
+                    }
+                };
+                let release = match result {
+                    Ok(release) => release,
+                    Err(e) => {
+                        // `unblockPendingHelmRelease`: the next attempt must not find the
+                        // release locked by a pending record.
+                        if let Err(unblock) =
+                            action::unblock_pending(client, &config.name, &config.namespace).await
+                        {
+                            tracing::warn!(release = %config.name, error = %unblock, "unable to delete a pending helm release record");
+                        }
+                        return Err(action_error(plan, &e));
+                    }
+                };
+                tracing::info!(release = %release.name, namespace = %release.namespace,
+                    revision = release.version, "helm release deployed");
+                let managed = release_managed_resources(&release.manifest, &config.namespace)
+                    .map_err(|e| DeployerError::new(GET_RELEASE_OPERATION, "GetRelease", e))?;
+                let status = ProviderStatus {
+                    api_version: config::V1ALPHA1.to_string(),
+                    ..ProviderStatus::new(managed)
+                };
+                (status, rendered.render_values)
+            }
+        };
+        let values_export = value_exports(&all_exports, &render_values).map_err(|e| {
+            DeployerError::new("Reconcile", "ConstructExportFromValues", e.to_string())
+        })?;
+        let desired = Desired {
+            manifests: &[],
+            update_strategy: &config.update_strategy,
+            readiness_checks: &config.readiness_checks,
+            exports: Some(&all_exports),
+            deletion_groups: &config.deletion_groups,
+            deletion_groups_during_update: &config.deletion_groups_during_update,
+            naming: &NAMING,
+            default_namespace: Some(&config.namespace),
+        };
+        let mut result =
+            applier::readiness_and_exports(self.clients.as_ref(), request, &desired, &status)
+                .await?;
+        if result.phase == Some(landscaper_model::Phase::Succeeded) {
+            let mut export = values_export;
+            if let Some(Value::Object(resources)) = result.export.take() {
+                merge_maps(&mut export, resources);
+            }
+            result.export = Some(Value::Object(export));
+        }
+        Ok(result)
+    }
+
+    /// `helmDeployment: true` on delete: `helm uninstall` without history; no release is
+    /// nothing to do.
+    async fn delete_release(
+        &self,
+        request: DeployRequest<'_>,
+        config: &ProviderConfiguration,
+    ) -> Result<DeleteResult, DeployerError> {
+        let client = self.clients.client(request.target).await?;
+        let options = uninstall_options(config, request.deadline)?;
+        match action::uninstall(client.as_ref(), &config.name, &config.namespace, options).await {
+            Ok(outcome) => {
+                if let action::Uninstalled::Done { kept } = &outcome
+                    && !kept.is_empty()
+                {
+                    tracing::info!(release = %config.name, kept = %kept.join(", "), "resources kept due to the resource policy");
+                }
+                Ok(DeleteResult::Deleted)
+            }
+            Err(e) => {
+                let message = format!("unable to delete helm chart release: {e}");
+                Err(match e.cluster_error() {
+                    Some(c) => {
+                        let mut error = applier::cluster_error(DELETE_OPERATION, "Uninstall", c);
+                        error.message = message;
+                        error
+                    }
+                    None => DeployerError::new(DELETE_OPERATION, "Uninstall", message),
+                })
+            }
+        }
+    }
+
     async fn delete_item(&self, request: DeployRequest<'_>) -> Result<DeleteResult, DeployerError> {
         let item = request.item;
         let config = parse_config(item, true)?;
+        if config.helm_deployment && !config.name.is_empty() {
+            return self.delete_release(request, &config).await;
+        }
         let Some(previous) = previous_status(item)? else {
             return Ok(DeleteResult::Deleted);
         };
@@ -611,3 +1101,6 @@ impl Deployer for HelmDeployer {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod release_tests;

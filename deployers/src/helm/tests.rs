@@ -1,4 +1,4 @@
-//! The helm deployer (manifest-only mode) end to end against the in-memory cluster, with a
+//! The helm deployer (manifest-only mode; real releases in `release_tests.rs`) end to end against the in-memory cluster, with a
 //! chart in a manifests folder (`local://charts/NAME`).
 
 use std::path::Path;
@@ -23,7 +23,7 @@ impl ClientFactory for OneCluster {
     }
 }
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
+pub(super) fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -33,7 +33,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 
 /// A chart `charts/demo` in `manifests`: a ConfigMap without a namespace, named after the
 /// release, holding `.Values.greeting`; `templates/broken.yaml` fails when `.Values.fail`.
-fn write_chart(manifests: &Path) {
+pub(super) fn write_chart(manifests: &Path) {
     let dir = manifests.join("charts/demo");
     std::fs::create_dir_all(dir.join("templates")).unwrap();
     std::fs::write(
@@ -54,7 +54,7 @@ fn write_chart(manifests: &Path) {
     .unwrap();
 }
 
-fn deployer(cluster: &Arc<FakeCluster>, manifests: &Path) -> HelmDeployer {
+pub(super) fn deployer(cluster: &Arc<FakeCluster>, manifests: &Path) -> HelmDeployer {
     let sources = ChartSources::new(
         Arc::new(landscaper_sources::http::HyperTransport::new()),
         None,
@@ -65,7 +65,7 @@ fn deployer(cluster: &Arc<FakeCluster>, manifests: &Path) -> HelmDeployer {
         .with_manifests_dir(manifests.to_path_buf())
 }
 
-fn item(config: Value) -> DeployItem {
+pub(super) fn item(config: Value) -> DeployItem {
     let mut item = DeployItem {
         metadata: ObjectMeta::namespaced("demo", "my-item"),
         ..Default::default()
@@ -79,7 +79,7 @@ fn item(config: Value) -> DeployItem {
     item
 }
 
-fn config(extra: Value) -> Value {
+pub(super) fn config(extra: Value) -> Value {
     let mut base = json!({
         "apiVersion": config::V1ALPHA1,
         "kind": "ProviderConfiguration",
@@ -155,26 +155,6 @@ fn a_chart_is_rendered_applied_exported_and_removed() {
             .is_none()
     );
     assert!(cluster.object(&ns).is_some(), "policy keep");
-}
-
-#[test]
-fn helm_releases_are_refused_with_a_clear_error() {
-    let dir = tempfile::tempdir().unwrap();
-    write_chart(dir.path());
-    let cluster = Arc::new(FakeCluster::new());
-    let deployer = deployer(&cluster, dir.path());
-    let mut config = config(json!({}));
-    config.as_object_mut().unwrap().remove("helmDeployment");
-    let item = item(config);
-    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
-    assert!(error.has_code(ERR_CONFIGURATION_PROBLEM), "{error:?}");
-    assert!(
-        error.message.contains("helmDeployment: true")
-            && error.message.contains("set helmDeployment: false"),
-        "{}",
-        error.message
-    );
-    assert!(cluster.objects().is_empty());
 }
 
 #[test]

@@ -380,6 +380,14 @@ impl ClusterClient for FakeCluster {
             };
             match patch {
                 Patch::Merge(p) => json_patch::merge(&mut current, p),
+                Patch::Strategic(p) => {
+                    current = kube_patch::strategic_merge_patch(&current, p).map_err(|e| {
+                        ClusterError::Api {
+                            code: 422,
+                            message: e.to_string(),
+                        }
+                    })?;
+                }
                 Patch::Apply { object: p, .. } => json_patch::merge(&mut current, p),
                 Patch::Json(p) => {
                     let operations: json_patch::Patch = serde_json::from_value(p.clone())

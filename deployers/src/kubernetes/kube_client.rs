@@ -281,6 +281,14 @@ impl ClusterClient for KubeClusterClient {
                     )
                     .await
                     .map_err(map_error)?,
+                Patch::Strategic(p) => api
+                    .patch(
+                        &object.name,
+                        &PatchParams::default(),
+                        &kube::api::Patch::Strategic(p),
+                    )
+                    .await
+                    .map_err(map_error)?,
                 Patch::Apply {
                     field_manager,
                     object: p,

@@ -89,6 +89,8 @@ pub enum Patch {
     Merge(Value),
     /// RFC 6902 JSON patch.
     Json(Value),
+    /// Kubernetes' strategic merge patch (built-in kinds only).
+    Strategic(Value),
     /// Server-side apply with this field manager.
     Apply {
         field_manager: String,

@@ -39,7 +39,7 @@ use serde_json::Value;
 
 pub use apply::{ApplyRequest, server_side_apply, track_update};
 pub use json::{json_patch, merge_patch};
-pub use schema::supports_strategic_merge;
+pub use schema::{ListStrategy, TypeNode, supports_strategic_merge};
 pub use strategic::strategic_merge_patch;
 
 /// Why a patch or apply was refused; each variant maps onto one HTTP status.

@@ -471,6 +471,55 @@ pub(crate) fn root_for(api_version: &str, kind: &str) -> &'static Node {
         .map_or(&METADATA_ONLY, |(_, _, node)| node)
 }
 
+/// How a strategic merge patch treats a list, for clients computing patches (Helm's
+/// three-way strategic merge patch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListStrategy {
+    /// The patch's list replaces the live one.
+    Replace,
+    /// Items (objects) merged by the value of this key.
+    MergeByKey(&'static str),
+    /// A list of scalars merged as a set.
+    MergePrimitives,
+}
+
+/// A position in the type of a built-in kind (the table of this crate), for walking an object
+/// alongside its type.
+#[derive(Clone, Copy)]
+pub struct TypeNode(&'static Node);
+
+impl TypeNode {
+    /// The type of a whole object of this apiVersion and kind.
+    pub fn of_kind(api_version: &str, kind: &str) -> TypeNode {
+        TypeNode(root_for(api_version, kind))
+    }
+
+    /// The type of the value under `key` of an object of this type.
+    pub fn child(self, key: &str) -> TypeNode {
+        TypeNode(self.0.child(key).node)
+    }
+
+    /// The type of the items when this is a list.
+    pub fn item(self) -> TypeNode {
+        match self.0 {
+            Node::List(spec) => TypeNode(spec.item),
+            _ => TypeNode(&UNTYPED),
+        }
+    }
+
+    /// How a strategic merge patch treats this list (`Replace` for anything not a known list).
+    pub fn list_strategy(self) -> ListStrategy {
+        match self.0 {
+            Node::List(spec) => match spec.strategic {
+                StrategicList::Replace => ListStrategy::Replace,
+                StrategicList::MergeByKey(key) => ListStrategy::MergeByKey(key),
+                StrategicList::MergePrimitives => ListStrategy::MergePrimitives,
+            },
+            _ => ListStrategy::Replace,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,678 @@
+//! Real Helm releases of the helm deployer against the in-memory API server, side by side with
+//! the real `helm` 3.19 (`HELM`; the tests print SKIP without it): the deployer reads and
+//! upgrades what `helm install` made, `helm` reads what the deployer made, `helm rollback` and
+//! a reconcile converge, and an uninstall leaves no record.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use kube_test_server::{ServerConfig, TestServer};
+use landscaper_deployers::helm::release::codec;
+use landscaper_deployers::helm::{HELM_DEPLOYER_TYPE, HelmDeployer};
+use landscaper_deployers::{DeleteResult, DeployRequest, Deployer, ReconcileResult};
+use landscaper_model::{DeployItem, DeployItemStatus, ObjectMeta, Phase, Target};
+use landscaper_sources::ChartSources;
+use serde_json::{Value, json};
+
+fn helm_binary() -> Option<PathBuf> {
+    let path = std::env::var_os("HELM").map(PathBuf::from)?;
+    path.is_file().then_some(path)
+}
+
+/// `helm` bound to the server (its own kubeconfig and homes).
+struct Helm {
+    bin: PathBuf,
+    home: tempfile::TempDir,
+}
+
+impl Helm {
+    fn new(server: &TestServer) -> Option<Helm> {
+        let Some(bin) = helm_binary() else {
+            println!("SKIP: set HELM to the helm 3.19 binary");
+            return None;
+        };
+        let home = tempfile::tempdir().unwrap();
+        server
+            .write_kubeconfig(home.path().join("kubeconfig"))
+            .unwrap();
+        Some(Helm { bin, home })
+    }
+
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let home = self.home.path();
+        let out = Command::new(&self.bin)
+            .args(args)
+            .env("KUBECONFIG", home.join("kubeconfig"))
+            .env("HOME", home)
+            .env("HELM_CACHE_HOME", home.join("cache"))
+            .env("HELM_CONFIG_HOME", home.join("config"))
+            .env("HELM_DATA_HOME", home.join("data"))
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(ok, "helm {args:?} failed:\n{out}\n{err}");
+        out
+    }
+}
+
+/// `charts/demo` in `manifests`: a ConfigMap (greeting, revision), a Deployment, a Service,
+/// NOTES.txt.
+fn write_chart(manifests: &Path) -> PathBuf {
+    let dir = manifests.join("charts/demo");
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: demo\nversion: 0.1.0\nappVersion: \"1.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("values.yaml"), "greeting: hello\nreplicas: 1\n").unwrap();
+    std::fs::write(
+        dir.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  revision: {{ .Release.Revision | quote }}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("templates/deploy.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: {{ .Values.image | default \"nginx:1.25\" }}\n          ports:\n            - containerPort: 80\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("templates/svc.yaml"),
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}-svc\nspec:\n  selector: {app: web}\n  ports:\n    - port: 80\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("templates/NOTES.txt"),
+        "Thanks {{ .Release.Name }}\n",
+    )
+    .unwrap();
+    dir
+}
+
+fn target(server: &TestServer) -> Target {
+    let mut target = Target {
+        metadata: ObjectMeta::namespaced("demo", "cluster"),
+        ..Default::default()
+    };
+    target.spec.r#type = "landscaper.gardener.cloud/kubernetes-cluster".into();
+    target.spec.config = Some(json!({"kubeconfig": server.kubeconfig()}));
+    target
+}
+
+fn item(values: Value) -> DeployItem {
+    let mut item = DeployItem {
+        metadata: ObjectMeta::namespaced("demo", "web"),
+        ..Default::default()
+    };
+    item.spec.r#type = HELM_DEPLOYER_TYPE.into();
+    item.spec.config = Some(json!({
+        "apiVersion": "helm.deployer.landscaper.gardener.cloud/v1alpha1",
+        "kind": "ProviderConfiguration",
+        "name": "rel",
+        "namespace": "default",
+        "chart": {"ref": "local://charts/demo"},
+        "values": values,
+    }));
+    item.status = Some(DeployItemStatus {
+        phase: Some(Phase::Init),
+        ..Default::default()
+    });
+    item
+}
+
+fn deployer(manifests: &Path) -> HelmDeployer {
+    HelmDeployer::new(ChartSources::new(
+        Arc::new(landscaper_sources::http::HyperTransport::new()),
+        None,
+        landscaper_sources::SourcesConfig::default(),
+    ))
+    .with_manifests_dir(manifests.to_path_buf())
+}
+
+/// One job of the item until it succeeds (readiness polled as the dispatcher does).
+fn run_job(
+    runtime: &tokio::runtime::Runtime,
+    deployer: &HelmDeployer,
+    item: &mut DeployItem,
+    target: &Target,
+) -> ReconcileResult {
+    item.status.as_mut().unwrap().phase = Some(Phase::Init);
+    for _ in 0..100 {
+        let result = runtime.block_on(deployer.reconcile(DeployRequest::new(item, Some(target))));
+        match result {
+            Ok(r) => {
+                let status = item.status.as_mut().unwrap();
+                status.phase = r.phase.clone();
+                status.provider_status = r.provider_status.clone();
+                if r.phase == Some(Phase::Succeeded) {
+                    return r;
+                }
+            }
+            Err(e) => assert!(!e.is_unrecoverable(), "{e}"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("the item did not succeed");
+}
+
+fn records(server: &TestServer) -> Vec<(String, String)> {
+    let mut records: Vec<(String, String)> = server
+        .list_selected("v1", "Secret", Some("default"), "owner=helm,name=rel")
+        .iter()
+        .map(|s| {
+            (
+                s["metadata"]["labels"]["version"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                s["metadata"]["labels"]["status"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    records.sort();
+    records
+}
+
+#[test]
+fn helm_sees_the_deployers_release_and_the_deployer_takes_over_helms() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let chart = write_chart(manifests.path());
+    let chart = chart.to_str().unwrap();
+
+    // `helm install` makes revision 1; the deployer's codec reads helm's record.
+    helm.ok(&[
+        "install",
+        "rel",
+        chart,
+        "-n",
+        "default",
+        "--set",
+        "greeting=from-helm",
+    ]);
+    let secret = server
+        .get("v1", "Secret", "default", "sh.helm.release.v1.rel.v1")
+        .unwrap();
+    let release = codec::from_secret(&secret).unwrap();
+    assert_eq!(
+        release.config,
+        *json!({"greeting": "from-helm"}).as_object().unwrap()
+    );
+    assert_eq!(release.info.as_ref().unwrap().notes, "Thanks rel\n");
+
+    // The deployer upgrades it as revision 2.
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "from-landscaper", "replicas": 2}));
+    let result = run_job(&runtime, &deployer, &mut item, &target);
+    let names: Vec<&str> = result.provider_status.as_ref().unwrap()["managedResources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["resource"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["rel-cm", "rel-svc", "rel-web"]);
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "deployed".into())
+        ]
+    );
+    let cm = server.get("v1", "ConfigMap", "default", "rel-cm").unwrap();
+    assert_eq!(
+        cm["data"],
+        json!({"greeting": "from-landscaper", "revision": "2"})
+    );
+    let web = server
+        .get("apps/v1", "Deployment", "default", "rel-web")
+        .unwrap();
+    assert_eq!(web["spec"]["replicas"], 2);
+
+    // helm sees revision 2 as Landscaper left it.
+    let list = helm.ok(&["list", "-n", "default"]);
+    assert!(
+        list.contains("rel") && list.contains("deployed") && list.contains("demo-0.1.0"),
+        "{list}"
+    );
+    let status = helm.ok(&["status", "rel", "-n", "default"]);
+    assert!(
+        status.contains("REVISION: 2") && status.contains("STATUS: deployed"),
+        "{status}"
+    );
+    assert!(status.contains("Thanks rel"), "notes: {status}");
+    let history = helm.ok(&["history", "rel", "-n", "default"]);
+    assert!(
+        history.contains("Install complete") && history.contains("Upgrade complete"),
+        "{history}"
+    );
+    let values = helm.ok(&["get", "values", "rel", "-n", "default", "-o", "json"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&values).unwrap(),
+        json!({"greeting": "from-landscaper", "replicas": 2})
+    );
+    let manifest = helm.ok(&["get", "manifest", "rel", "-n", "default"]);
+    let template = helm.ok(&[
+        "template",
+        "rel",
+        chart,
+        "-n",
+        "default",
+        "--set",
+        "greeting=from-landscaper,replicas=2",
+        "--is-upgrade",
+    ]);
+    // `helm template` renders revision 1; the release is revision 2.
+    assert_eq!(
+        manifest.trim(),
+        template
+            .replace("revision: \"1\"", "revision: \"2\"")
+            .trim()
+    );
+
+    // The user rolls back (revision 3); the next job converges as revision 4.
+    helm.ok(&["rollback", "rel", "1", "-n", "default"]);
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"]["greeting"],
+        "from-helm"
+    );
+    run_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "superseded".into()),
+            ("3".into(), "superseded".into()),
+            ("4".into(), "deployed".into())
+        ]
+    );
+    let cm = server.get("v1", "ConfigMap", "default", "rel-cm").unwrap();
+    assert_eq!(
+        cm["data"],
+        json!({"greeting": "from-landscaper", "revision": "4"})
+    );
+    let status = helm.ok(&["status", "rel", "-n", "default"]);
+    assert!(status.contains("REVISION: 4"), "{status}");
+
+    // helm upgrades what the deployer made (revision 5), the deployer deletes it all.
+    helm.ok(&[
+        "upgrade",
+        "rel",
+        chart,
+        "-n",
+        "default",
+        "--reuse-values",
+        "--set",
+        "replicas=3",
+    ]);
+    assert_eq!(
+        server
+            .get("apps/v1", "Deployment", "default", "rel-web")
+            .unwrap()["spec"]["replicas"],
+        3
+    );
+    item.status.as_mut().unwrap().phase = Some(Phase::Succeeded);
+    let deleted = runtime
+        .block_on(deployer.delete(DeployRequest::new(&item, Some(&target))))
+        .unwrap();
+    assert_eq!(deleted, DeleteResult::Deleted);
+    assert!(records(&server).is_empty(), "no release records left");
+    assert!(server.get("v1", "ConfigMap", "default", "rel-cm").is_none());
+    assert!(
+        server
+            .get("apps/v1", "Deployment", "default", "rel-web")
+            .is_none()
+    );
+    assert!(server.get("v1", "Service", "default", "rel-svc").is_none());
+    assert!(!helm.ok(&["list", "-n", "default", "-a"]).contains("rel"));
+}
+
+#[test]
+fn helm_manages_a_release_the_deployer_installed() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let chart = write_chart(manifests.path());
+    let chart = chart.to_str().unwrap();
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "hi"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(records(&server), [("1".into(), "deployed".into())]);
+
+    // helm reads it and upgrades it in place (its ownership checks pass).
+    let values = helm.ok(&["get", "values", "rel", "-n", "default", "-o", "json"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&values).unwrap(),
+        json!({"greeting": "hi"})
+    );
+    helm.ok(&[
+        "upgrade",
+        "rel",
+        chart,
+        "-n",
+        "default",
+        "--set",
+        "greeting=helm",
+    ]);
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "deployed".into())
+        ]
+    );
+    let cm = server.get("v1", "ConfigMap", "default", "rel-cm").unwrap();
+    assert_eq!(cm["data"]["greeting"], "helm");
+
+    // helm uninstall leaves nothing for the deployer: its delete is done at once.
+    helm.ok(&["uninstall", "rel", "-n", "default"]);
+    item.status.as_mut().unwrap().phase = Some(Phase::Succeeded);
+    let deleted = runtime
+        .block_on(deployer.delete(DeployRequest::new(&item, Some(&target))))
+        .unwrap();
+    assert_eq!(deleted, DeleteResult::Deleted);
+    assert!(records(&server).is_empty());
+}
+
+/// The item's config with `helmDeploymentConfig.upgrade`.
+fn with_upgrade_args(item: &mut DeployItem, values: Value, upgrade: Value) {
+    let config = item.spec.config.as_mut().unwrap();
+    config["values"] = values;
+    config["helmDeploymentConfig"] = json!({"upgrade": upgrade});
+}
+
+/// One reconcile of a new job; its error.
+fn failing_job(
+    runtime: &tokio::runtime::Runtime,
+    deployer: &HelmDeployer,
+    item: &mut DeployItem,
+    target: &Target,
+) -> landscaper_deployers::DeployerError {
+    item.status.as_mut().unwrap().phase = Some(Phase::Init);
+    runtime
+        .block_on(deployer.reconcile(DeployRequest::new(item, Some(target))))
+        .expect_err("the upgrade fails")
+}
+
+#[test]
+fn wait_fails_an_upgrade_whose_objects_never_get_ready_and_atomic_rolls_back() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    // wait: the Deployment never gets ready within 1s: revision 2 failed, 1 stays deployed.
+    server.set_readiness(kube_test_server::Readiness::Never);
+    with_upgrade_args(
+        &mut item,
+        json!({"greeting": "two", "replicas": 2}),
+        json!({"wait": true, "timeout": "1s"}),
+    );
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert!(
+        error.message.starts_with("unable to upgrade helm chart release: Upgrade \"rel\" failed: timed out waiting for the condition")
+            && error.message.contains("rel-web"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "deployed".into()),
+            ("2".into(), "failed".into())
+        ]
+    );
+    let history = helm.ok(&["history", "rel", "-n", "default"]);
+    assert!(
+        history.contains("failed") && history.contains("timed out waiting"),
+        "{history}"
+    );
+    server.set_readiness(kube_test_server::Readiness::After(
+        std::time::Duration::from_millis(100),
+    ));
+
+    // atomic: the upgrade fails (the API server refuses the Deployment's patch once), the
+    // release is rolled back to revision 1 as revision 4.
+    server.fail_requests(
+        kube_test_server::FaultRule::new(
+            Some("PATCH"),
+            "/apis/apps/v1/namespaces/default/deployments/rel-web",
+            500,
+        )
+        .times(1),
+    );
+    with_upgrade_args(
+        &mut item,
+        json!({"greeting": "three", "replicas": 3}),
+        json!({"atomic": true, "timeout": "30s"}),
+    );
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert!(
+        error.message.starts_with("unable to upgrade helm chart release: release rel failed, and has been rolled back due to atomic being set: Upgrade \"rel\" failed: cannot patch \"rel-web\""),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "failed".into()),
+            ("3".into(), "failed".into()),
+            ("4".into(), "deployed".into())
+        ]
+    );
+    let cm = server.get("v1", "ConfigMap", "default", "rel-cm").unwrap();
+    assert_eq!(
+        cm["data"],
+        json!({"greeting": "one", "revision": "1"}),
+        "rolled back"
+    );
+    let status = helm.ok(&["status", "rel", "-n", "default"]);
+    assert!(
+        status.contains("REVISION: 4") && status.contains("STATUS: deployed"),
+        "{status}"
+    );
+    let history = helm.ok(&["history", "rel", "-n", "default"]);
+    assert!(history.contains("Rollback to 1"), "{history}");
+}
+
+#[test]
+fn a_target_failing_mid_upgrade_leaves_no_pending_or_duplicate_revision() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    // The API server refuses every write of revision 2's record after its creation: the
+    // upgrade fails, its pending record is removed (Landscaper's unblockPendingHelmRelease).
+    server.fail_requests(kube_test_server::FaultRule::new(
+        Some("PUT"),
+        "/api/v1/namespaces/default/secrets/sh.helm.release.v1.rel.v2",
+        500,
+    ));
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert!(error.is_retryable(), "{error:?}");
+    assert!(
+        error.message.contains("sh.helm.release.v1.rel.v2")
+            || error.message.contains("release rel"),
+        "{}",
+        error.message
+    );
+    assert_eq!(records(&server), [("1".into(), "deployed".into())]);
+
+    // Back to normal: the retry makes revision 2, once.
+    server.clear_faults();
+    let result = run_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(result.phase, Some(Phase::Succeeded));
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "deployed".into())
+        ]
+    );
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"]["greeting"],
+        "two"
+    );
+}
+
+#[test]
+fn a_sidecar_injected_on_the_cluster_survives_an_upgrade() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "hi"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    // Someone injects a sidecar; the upgrade (a strategic merge patch, as Helm sends) changes
+    // the chart's container and keeps the sidecar.
+    let mut injected = server
+        .get("apps/v1", "Deployment", "default", "rel-web")
+        .unwrap();
+    injected["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "sidecar", "image": "proxy:1"}));
+    runtime.block_on(async {
+        use landscaper_deployers::kubernetes::ClusterClient as _;
+        let client = landscaper_deployers::kubernetes::KubeClusterClient::from_kubeconfig(
+            &server.kubeconfig(),
+        )
+        .await
+        .unwrap();
+        client.update(&injected).await.unwrap();
+    });
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "hi", "image": "nginx:1.27"});
+    run_job(&runtime, &deployer, &mut item, &target);
+    let web = server
+        .get("apps/v1", "Deployment", "default", "rel-web")
+        .unwrap();
+    let containers: Vec<(&str, &str)> = web["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["image"].as_str().unwrap()))
+        .collect();
+    assert_eq!(containers, [("web", "nginx:1.27"), ("sidecar", "proxy:1")]);
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "deployed".into())
+        ]
+    );
+}
+
+#[test]
+fn a_chart_with_a_crd_and_its_custom_resource_installs_in_one_go() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let chart = write_chart(manifests.path());
+    std::fs::create_dir_all(chart.join("crds")).unwrap();
+    std::fs::write(
+        chart.join("crds/widgets.yaml"),
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n  scope: Namespaced\n  versions:\n    - name: v1\n      served: true\n      storage: true\n      schema:\n        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.join("templates/widget.yaml"),
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {{ .Release.Name }}-widget\nspec:\n  size: 3\n",
+    )
+    .unwrap();
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({}));
+    run_job(&runtime, &deployer, &mut item, &target);
+    let widget = server
+        .get("example.com/v1", "Widget", "default", "rel-widget")
+        .expect("the custom resource");
+    assert_eq!(widget["spec"]["size"], 3);
+    assert!(
+        server
+            .get(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                "",
+                "widgets.example.com"
+            )
+            .is_some()
+    );
+    // Uninstall keeps the CRD (never deleted) and removes the custom resource.
+    item.status.as_mut().unwrap().phase = Some(Phase::Succeeded);
+    let deleted = runtime
+        .block_on(deployer.delete(DeployRequest::new(&item, Some(&target))))
+        .unwrap();
+    assert_eq!(deleted, DeleteResult::Deleted);
+    assert!(
+        server
+            .get("example.com/v1", "Widget", "default", "rel-widget")
+            .is_none()
+    );
+    assert!(
+        server
+            .get(
+                "apiextensions.k8s.io/v1",
+                "CustomResourceDefinition",
+                "",
+                "widgets.example.com"
+            )
+            .is_some()
+    );
+}

@@ -1,0 +1,350 @@
+//! End-to-end: the helm deployer's real Helm releases (`helmDeployment` unset: true) through
+//! the daemon against the Kubernetes test server, side by side with the real `helm` 3.19
+//! (`HELM`; SKIP without it): after the appliance installs a chart, `helm list|status|history|
+//! get values|get manifest` show the release; a `helm rollback` by the user and a reconcile by
+//! the appliance converge with a new revision; a release made by `helm install` is upgraded by
+//! the appliance; deleting the installations uninstalls (no release records left).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use landscaper_e2e::cluster::Cluster;
+use landscaper_e2e::{Daemon, eventually};
+use serde_json::{Value, json};
+
+const DI_PATH: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/e2e/deployitems";
+
+fn target(cluster: &Cluster) -> String {
+    let indented: String = cluster
+        .kubeconfig()
+        .lines()
+        .map(|l| format!("      {l}\n"))
+        .collect();
+    format!(
+        "apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Target
+metadata:
+  name: cluster
+  namespace: e2e
+spec:
+  type: landscaper.gardener.cloud/kubernetes-cluster
+  config:
+    kubeconfig: |
+{indented}"
+    )
+}
+
+/// The chart: a ConfigMap `<release>-cm` with `.Values.greeting` and the revision, a
+/// Deployment, NOTES.txt.
+fn write_chart(dir: &Path) {
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: demo\nversion: 0.1.0\nappVersion: \"2.0\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("values.yaml"), "greeting: hello\n").unwrap();
+    std::fs::write(
+        dir.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  revision: {{ .Release.Revision | quote }}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("templates/web.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: {{ .Release.Name }}}\n  template:\n    metadata:\n      labels: {app: {{ .Release.Name }}}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.25\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("templates/NOTES.txt"),
+        "Thanks {{ .Release.Name }}\n",
+    )
+    .unwrap();
+}
+
+/// An installation with one helm deploy item (real release) named `name` in namespace `apps`.
+fn installation(name: &str, greeting: &str, touch: u32) -> String {
+    format!(
+        r#"# touch {touch}
+apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Installation
+metadata:
+  name: {name}
+  namespace: e2e
+  annotations:
+    landscaper.gardener.cloud/operation: reconcile
+spec:
+  imports:
+    targets:
+      - name: cluster
+        target: cluster
+  blueprint:
+    inline:
+      filesystem:
+        blueprint.yaml: |
+          apiVersion: landscaper.gardener.cloud/v1alpha1
+          kind: Blueprint
+          jsonSchema: "https://json-schema.org/draft/2019-09/schema"
+          imports:
+            - name: cluster
+              type: target
+              targetType: landscaper.gardener.cloud/kubernetes-cluster
+          deployExecutions:
+            - name: default
+              type: GoTemplate
+              template: |
+                deployItems:
+                  - name: item
+                    type: landscaper.gardener.cloud/helm
+                    target:
+                      import: cluster
+                    config:
+                      apiVersion: helm.deployer.landscaper.gardener.cloud/v1alpha1
+                      kind: ProviderConfiguration
+                      name: {name}
+                      namespace: apps
+                      createNamespace: true
+                      chart: {{ref: "local://charts/demo"}}
+                      values:
+                        greeting: {greeting}
+"#
+    )
+}
+
+/// `helm` bound to the test cluster.
+struct Helm {
+    bin: PathBuf,
+    home: tempfile::TempDir,
+}
+
+impl Helm {
+    fn new(cluster: &Cluster) -> Option<Helm> {
+        let bin = std::env::var_os("HELM")
+            .map(PathBuf::from)
+            .filter(|p| p.is_file());
+        let Some(bin) = bin else {
+            println!("SKIP: set HELM to the helm 3.19 binary");
+            return None;
+        };
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("kubeconfig"), cluster.kubeconfig()).unwrap();
+        Some(Helm { bin, home })
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let home = self.home.path();
+        let out = Command::new(&self.bin)
+            .args(args)
+            .env("KUBECONFIG", home.join("kubeconfig"))
+            .env("HOME", home)
+            .env("HELM_CACHE_HOME", home.join("cache"))
+            .env("HELM_CONFIG_HOME", home.join("config"))
+            .env("HELM_DATA_HOME", home.join("data"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "helm {args:?} failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+fn item_of(daemon: &Daemon, inst: &str) -> Option<Value> {
+    daemon
+        .get_json(DI_PATH)
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .find(|d| {
+            d["metadata"]["labels"]["landscaper.gardener.cloud/installation-name"].as_str()
+                == Some(inst)
+                || d["metadata"]["ownerReferences"]
+                    .as_array()
+                    .is_some_and(|o| o.iter().any(|r| r["name"] == inst))
+        })
+}
+
+/// (revision, status) of the release's records, by revision.
+fn records(cluster: &Cluster, release: &str) -> Vec<(u32, String)> {
+    let list = cluster
+        .get(&format!(
+            "/api/v1/namespaces/apps/secrets?labelSelector=owner%3Dhelm%2Cname%3D{release}"
+        ))
+        .unwrap_or_default();
+    let mut records: Vec<(u32, String)> = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            (
+                s["metadata"]["labels"]["version"]
+                    .as_str()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+                s["metadata"]["labels"]["status"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    records.sort();
+    records
+}
+
+fn deployed(cluster: &Cluster, daemon: &Daemon, release: &str, revision: u32) {
+    eventually(
+        Duration::from_secs(60),
+        &format!("release {release} deployed at revision {revision}"),
+        || {
+            let records = records(cluster, release);
+            let done = records.last() == Some(&(revision, "deployed".to_string()))
+                && item_of(daemon, release).is_some_and(|d| d["status"]["phase"] == "Succeeded");
+            if !done {
+                eprintln!(
+                    "{release}: {records:?} {}",
+                    item_of(daemon, release)
+                        .map(|d| d["status"].to_string())
+                        .unwrap_or_default()
+                );
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            done.then_some(())
+        },
+    );
+}
+
+fn greeting(cluster: &Cluster, release: &str) -> Value {
+    cluster
+        .core("apps", "configmaps", &format!("{release}-cm"))
+        .map(|cm| cm["data"].clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_appliances_releases_are_helm_releases() {
+    let cluster = Cluster::start("100ms");
+    let Some(helm) = Helm::new(&cluster) else {
+        return;
+    };
+    let daemon = Daemon::start();
+    daemon.write("target.yaml", &target(&cluster));
+    let chart_dir = daemon.manifests.join("charts/demo");
+    write_chart(&chart_dir);
+    let chart = chart_dir.to_str().unwrap();
+
+    // The appliance installs: helm sees revision 1.
+    daemon.write("rel.yaml", &installation("rel", "hi", 0));
+    deployed(&cluster, &daemon, "rel", 1);
+    assert_eq!(
+        greeting(&cluster, "rel"),
+        json!({"greeting": "hi", "revision": "1"})
+    );
+    let list = helm.ok(&["list", "-n", "apps"]);
+    assert!(
+        list.contains("rel")
+            && list.contains("deployed")
+            && list.contains("demo-0.1.0")
+            && list.contains("2.0"),
+        "{list}"
+    );
+    let status = helm.ok(&["status", "rel", "-n", "apps"]);
+    assert!(
+        status.contains("REVISION: 1")
+            && status.contains("STATUS: deployed")
+            && status.contains("Thanks rel"),
+        "{status}"
+    );
+    let values = helm.ok(&["get", "values", "rel", "-n", "apps", "-o", "json"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&values).unwrap(),
+        json!({"greeting": "hi"})
+    );
+    let manifest = helm.ok(&["get", "manifest", "rel", "-n", "apps"]);
+    let template = helm.ok(&[
+        "template",
+        "rel",
+        chart,
+        "-n",
+        "apps",
+        "--set",
+        "greeting=hi",
+    ]);
+    assert_eq!(manifest.trim(), template.trim());
+    let di = item_of(&daemon, "rel").unwrap();
+    let managed: Vec<&str> = di["status"]["providerStatus"]["managedResources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["resource"]["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(managed, ["rel-cm", "rel-web"]);
+
+    // New values: revision 2.
+    daemon.write("rel.yaml", &installation("rel", "again", 1));
+    deployed(&cluster, &daemon, "rel", 2);
+    let history = helm.ok(&["history", "rel", "-n", "apps"]);
+    assert!(
+        history.contains("superseded")
+            && history.contains("Install complete")
+            && history.contains("Upgrade complete"),
+        "{history}"
+    );
+
+    // The user rolls back (revision 3); the next reconcile converges as revision 4.
+    helm.ok(&["rollback", "rel", "1", "-n", "apps"]);
+    assert_eq!(greeting(&cluster, "rel")["greeting"], "hi");
+    assert_eq!(
+        records(&cluster, "rel").last(),
+        Some(&(3, "deployed".to_string()))
+    );
+    daemon.write("rel.yaml", &installation("rel", "again", 2));
+    deployed(&cluster, &daemon, "rel", 4);
+    assert_eq!(
+        greeting(&cluster, "rel"),
+        json!({"greeting": "again", "revision": "4"})
+    );
+    assert_eq!(records(&cluster, "rel").len(), 4);
+
+    // A release made by `helm install` is taken over as its next revision.
+    helm.ok(&[
+        "install",
+        "mine",
+        chart,
+        "-n",
+        "apps",
+        "--set",
+        "greeting=from-helm",
+    ]);
+    daemon.write("mine.yaml", &installation("mine", "from-appliance", 0));
+    deployed(&cluster, &daemon, "mine", 2);
+    assert_eq!(
+        records(&cluster, "mine"),
+        [(1, "superseded".to_string()), (2, "deployed".to_string())]
+    );
+    assert_eq!(greeting(&cluster, "mine")["greeting"], "from-appliance");
+
+    // Deleting the installations uninstalls: no objects, no records.
+    std::fs::remove_file(daemon.manifests.join("rel.yaml")).unwrap();
+    std::fs::remove_file(daemon.manifests.join("mine.yaml")).unwrap();
+    eventually(
+        Duration::from_secs(60),
+        "the releases to be uninstalled",
+        || {
+            (records(&cluster, "rel").is_empty() && records(&cluster, "mine").is_empty())
+                .then_some(())
+        },
+    );
+    assert!(cluster.core("apps", "configmaps", "rel-cm").is_none());
+    assert!(
+        cluster
+            .grouped("apps/v1", "apps", "deployments", "mine-web")
+            .is_none()
+    );
+    assert!(!helm.ok(&["list", "-n", "apps", "-a"]).contains("rel"));
+    let logs = daemon.logs();
+    assert!(!logs.contains("panicked"), "{logs}");
+}

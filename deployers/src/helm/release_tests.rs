@@ -404,7 +404,7 @@ fn an_atomic_install_that_never_gets_ready_is_uninstalled() {
     assert_eq!(error.operation, "InstallHelmRelease");
     assert!(
         error.message.starts_with(
-            "unable to install helm chart release: release rel failed, and has been uninstalled due to atomic being set: timed out waiting for the condition"
+            "unable to install helm chart release: release rel failed, and has been uninstalled due to atomic being set: context deadline exceeded: Deployment is not ready: apps/rel-web."
         ) && error.message.contains("rel-web"),
         "{}",
         error.message

@@ -347,9 +347,14 @@ impl ClusterClient for FakeCluster {
             if let Some(metadata) = fresh.get_mut("metadata").and_then(Value::as_object_mut) {
                 metadata.remove("resourceVersion");
             }
-            let stored = state.with_server_metadata(fresh, None);
+            let mut stored = state.with_server_metadata(fresh, None);
             if reference.kind == "CustomResourceDefinition" {
                 state.register_crd(&stored);
+                // The apiextensions controller accepts the names and establishes it at once.
+                stored["status"]["conditions"] = serde_json::json!([
+                    {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts"},
+                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted"},
+                ]);
             }
             state.log.push(format!("create {reference}"));
             state.objects.insert(k, stored.clone());

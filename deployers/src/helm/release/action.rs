@@ -489,10 +489,15 @@ fn new_release(spec: &ReleaseSpec, revision: u32, status: Status, description: &
 
 /// Creates the CRDs of `crds/` that do not exist (`installCRDs`); existing ones are never
 /// changed.
-async fn install_crds(client: &dyn ClusterClient, crds: &[Value]) -> Result<(), ActionError> {
+async fn install_crds(
+    client: &dyn ClusterClient,
+    crds: &[Value],
+    item_deadline: Option<tokio::time::Instant>,
+) -> Result<(), ActionError> {
+    let mut created = Vec::new();
     for crd in crds {
         match client.create(crd).await {
-            Ok(_) => {}
+            Ok(_) => created.push(ObjectRef::of(crd)),
             Err(ClusterError::Api { code: 409, .. } | ClusterError::Conflict(_)) => {}
             Err(e) => {
                 return Err(ActionError::cluster(
@@ -503,49 +508,16 @@ async fn install_crds(client: &dyn ClusterClient, crds: &[Value]) -> Result<(), 
             }
         }
     }
-    if crds.is_empty() {
+    if created.is_empty() {
         return Ok(());
     }
-    // Helm waits up to 60s for the CRDs to be served before it goes on.
-    let deadline = tokio::time::Instant::now() + CRD_WAIT;
-    for crd in crds {
-        let group = crd
-            .pointer("/spec/group")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let kind = crd
-            .pointer("/spec/names/kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let version = crd
-            .pointer("/spec/versions")
-            .and_then(Value::as_array)
-            .and_then(|v| v.iter().find(|v| v["served"] != Value::Bool(false)))
-            .and_then(|v| v["name"].as_str())
-            .or_else(|| crd.pointer("/spec/version").and_then(Value::as_str))
-            .unwrap_or_default();
-        if group.is_empty() || kind.is_empty() || version.is_empty() {
-            continue;
-        }
-        let api_version = format!("{group}/{version}");
-        loop {
-            client.invalidate_discovery();
-            match client.resolve(&api_version, kind).await {
-                Ok(_) => break,
-                Err(ClusterError::NoMatch { .. }) if tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(WAIT_POLL).await;
-                }
-                Err(e) => {
-                    return Err(ActionError::cluster(
-                        "waiting for CRD",
-                        &ObjectRef::of(crd),
-                        e,
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
+    // Helm waits up to 60s for the CRDs it created to be established, then forgets discovery.
+    let deadline = wait_deadline(CRD_WAIT, item_deadline);
+    let result =
+        super::wait::wait_for_resources(client, &created, super::wait::Checker::WAIT, deadline)
+            .await;
+    client.invalidate_discovery();
+    result.map_err(|e| ActionError::Failed(format!("waiting for CRDs: {e}")))
 }
 
 /// How long the CRDs of `crds/` may take to be served.
@@ -579,7 +551,7 @@ pub async fn install(
     options: ActionOptions,
 ) -> Result<Release, ActionError> {
     let storage = Storage::new(client, &spec.namespace);
-    install_crds(client, &spec.crds).await?;
+    install_crds(client, &spec.crds, options.deadline).await?;
     if options.create_namespace {
         create_namespace(client, &spec.namespace).await?;
     }
@@ -830,40 +802,28 @@ impl ReleaseSpec {
     }
 }
 
-/// `--wait`: polls the default readiness of `objects` until all are ready or `timeout` (or the
-/// item's deadline) passes.
+/// `--wait`: Helm's waiter ([`super::wait`]) over `objects` until all are ready or `timeout`
+/// (or the item's deadline) passes.
 async fn wait_ready(
     client: &dyn ClusterClient,
     objects: &[Object],
     options: &ActionOptions,
 ) -> Result<(), String> {
-    let managed: Vec<crate::applier::status::ManagedResourceStatus> = objects
-        .iter()
-        .map(|o| crate::applier::status::ManagedResourceStatus {
-            annotate_before_delete: None,
-            patch_before_delete: None,
-            policy: Default::default(),
-            resource: crate::applier::status::ObjectReference::of(&o.value),
-        })
-        .collect();
-    let mut deadline = tokio::time::Instant::now() + options.timeout;
-    if let Some(item_deadline) = options.deadline {
-        deadline = deadline.min(item_deadline);
-    }
-    loop {
-        let Some(not_ready) = crate::applier::readiness::default_readiness(client, &managed).await
-        else {
-            return Ok(());
-        };
-        if tokio::time::Instant::now() >= deadline {
-            return Err(format!("timed out waiting for the condition: {not_ready}"));
-        }
-        tokio::time::sleep(WAIT_POLL).await;
-    }
+    let references: Vec<ObjectRef> = objects.iter().map(|o| o.reference.clone()).collect();
+    let deadline = wait_deadline(options.timeout, options.deadline);
+    super::wait::wait_for_resources(client, &references, super::wait::Checker::WAIT, deadline)
+        .await
+        .map_err(|e| e.to_string())
 }
 
-/// How often `--wait` looks again.
-const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+/// Now plus `timeout`, but never beyond the item's deadline.
+fn wait_deadline(
+    timeout: std::time::Duration,
+    item_deadline: Option<tokio::time::Instant>,
+) -> tokio::time::Instant {
+    let deadline = tokio::time::Instant::now() + timeout;
+    item_deadline.map_or(deadline, |d| deadline.min(d))
+}
 
 /// A new revision over `current` (whose manifest is what is on the cluster): Helm's
 /// `performUpgrade` / `performRollback`.
@@ -1127,10 +1087,7 @@ async fn wait_deleted(
     deleted: &[ObjectRef],
     options: &ActionOptions,
 ) -> Result<(), String> {
-    let mut deadline = tokio::time::Instant::now() + options.timeout;
-    if let Some(item_deadline) = options.deadline {
-        deadline = deadline.min(item_deadline);
-    }
+    let deadline = wait_deadline(options.timeout, options.deadline);
     loop {
         let mut remaining = None;
         for reference in deleted {
@@ -1147,7 +1104,7 @@ async fn wait_deleted(
                 "timed out waiting for the condition: {remaining} is not deleted"
             ));
         }
-        tokio::time::sleep(WAIT_POLL).await;
+        tokio::time::sleep(super::wait::POLL).await;
     }
 }
 

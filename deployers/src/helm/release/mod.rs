@@ -45,6 +45,7 @@ pub mod codec;
 pub mod model;
 pub mod patch;
 pub mod storage;
+pub mod wait;
 
 pub use model::{Hook, HookExecution, Info, Release, Status};
 

@@ -447,7 +447,7 @@ fn wait_fails_an_upgrade_whose_objects_never_get_ready_and_atomic_rolls_back() {
     let error = failing_job(&runtime, &deployer, &mut item, &target);
     assert_eq!(error.operation, "UpgradeHelmRelease");
     assert!(
-        error.message.starts_with("unable to upgrade helm chart release: Upgrade \"rel\" failed: timed out waiting for the condition")
+        error.message.starts_with("unable to upgrade helm chart release: Upgrade \"rel\" failed: context deadline exceeded: Deployment is not ready: default/rel-web.")
             && error.message.contains("rel-web"),
         "{}",
         error.message
@@ -461,7 +461,7 @@ fn wait_fails_an_upgrade_whose_objects_never_get_ready_and_atomic_rolls_back() {
     );
     let history = helm.ok(&["history", "rel", "-n", "default"]);
     assert!(
-        history.contains("failed") && history.contains("timed out waiting"),
+        history.contains("failed") && history.contains("context deadline exceeded"),
         "{history}"
     );
     server.set_readiness(kube_test_server::Readiness::After(
@@ -675,4 +675,105 @@ fn a_chart_with_a_crd_and_its_custom_resource_installs_in_one_go() {
             )
             .is_some()
     );
+}
+
+/// Replaces the demo chart's Deployment by one whose pods carry `annotations` (the test
+/// server's `kube-test-server/ready` / `delay-ms`).
+fn annotate_pods(chart: &Path, annotations: &str) {
+    std::fs::write(
+        chart.join("templates/deploy.yaml"),
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{{{ .Release.Name }}}}-web\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n      annotations: {annotations}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.25\n"),
+    )
+    .unwrap();
+}
+
+fn with_install_args(item: &mut DeployItem, install: Value) {
+    item.spec.config.as_mut().unwrap()["helmDeploymentConfig"] = json!({"install": install});
+}
+
+#[test]
+fn an_install_with_wait_returns_once_the_deployment_has_rolled_out() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let chart = write_chart(manifests.path());
+    // The pods get ready 700ms after they are created.
+    annotate_pods(&chart, "{kube-test-server/delay-ms: \"700\"}");
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({}));
+    with_install_args(&mut item, json!({"wait": true, "timeout": "30s"}));
+    let started = std::time::Instant::now();
+    runtime
+        .block_on(deployer.reconcile(DeployRequest::new(&item, Some(&target))))
+        .expect("the install waits and succeeds");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(600),
+        "waited for the pods: {:?}",
+        started.elapsed()
+    );
+    // Right when the install returns, the new ReplicaSet has its pods ready (Helm's
+    // `replicas - maxUnavailable`: 2 - 0 with the 25% defaults) and the release is deployed.
+    let replica_sets = server.list_selected("apps/v1", "ReplicaSet", Some("default"), "app=web");
+    assert_eq!(replica_sets.len(), 1);
+    assert!(
+        replica_sets[0]["status"]["readyReplicas"].as_i64() == Some(2),
+        "{}",
+        replica_sets[0]["status"]
+    );
+    assert_eq!(records(&server), [("1".into(), "deployed".into())]);
+}
+
+#[test]
+fn an_install_whose_deployment_never_gets_ready_times_out_naming_it() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let chart = write_chart(manifests.path());
+    annotate_pods(&chart, "{kube-test-server/ready: never}");
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+
+    // atomic: the failed install is uninstalled, no record and no object is left.
+    let mut item = item(json!({}));
+    with_install_args(&mut item, json!({"atomic": true, "timeout": "1s"}));
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(error.operation, "InstallHelmRelease");
+    assert!(
+        error.message.starts_with("unable to install helm chart release: release rel failed, and has been uninstalled due to atomic being set: context deadline exceeded: Deployment is not ready: default/rel-web. 0 out of 2 expected pods are ready"),
+        "{}",
+        error.message
+    );
+    assert!(records(&server).is_empty(), "{:?}", records(&server));
+    assert!(
+        server
+            .get("apps/v1", "Deployment", "default", "rel-web")
+            .is_none()
+    );
+    assert!(server.get("v1", "ConfigMap", "default", "rel-cm").is_none());
+
+    // wait: the release is recorded failed with the cause, the objects stay.
+    with_install_args(&mut item, json!({"wait": true, "timeout": "1s"}));
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert!(
+        error.message.contains("context deadline exceeded: Deployment is not ready: default/rel-web. 0 out of 2 expected pods are ready"),
+        "{}",
+        error.message
+    );
+    assert_eq!(records(&server), [("1".into(), "failed".into())]);
+    assert!(
+        server
+            .get("apps/v1", "Deployment", "default", "rel-web")
+            .is_some()
+    );
+    if let Some(helm) = Helm::new(&server) {
+        let history = helm.ok(&["history", "rel", "-n", "default"]);
+        assert!(history.contains("context deadline exceeded"), "{history}");
+    }
 }

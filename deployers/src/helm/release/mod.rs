@@ -24,13 +24,17 @@
 //!   in tests/kube-patch extends both the test server and the deployer. Helm also adds
 //!   `$retainKeys` for fields with the `retainKeys` strategy (e.g. Deployment `strategy`,
 //!   volumes' sources); not emitted here.
-//! - `--wait` of install/upgrade polls the default readiness of the release objects (Helm's
-//!   kstatus-based wait also follows ReplicaSets/Pods; Jobs are not waited for, as
-//!   `waitForJobs` is not one of Landscaper's options); `uninstall.wait` polls until the
-//!   deleted objects are gone. Waiting happens inside the deployer call (bounded by `timeout`
-//!   and the item's deadline), as Helm's does.
-//! - CRDs of `crds/` are created, then waited for until discovery serves their kind (up to 60s,
-//!   as Helm); Helm looks at the `Established` condition instead.
+//! - `--wait` (and `atomic`) of install/upgrade is Helm 3.19's waiter ([`wait`]: Pods,
+//!   Deployments by their new ReplicaSet and `maxUnavailable`, DaemonSets, StatefulSets with
+//!   partitions, Services, PVCs, CRDs, ReplicaSets/ReplicationControllers with their Pods;
+//!   paused Deployments count as ready; Jobs are not waited for, as `waitForJobs` is not one of
+//!   Landscaper's options); the timeout answers `context deadline exceeded` plus the object
+//!   and why. Label selectors are listed by their `matchLabels` (a `matchExpressions`-only
+//!   selector of a ReplicaSet lists all Pods of the namespace). `uninstall.wait` polls until
+//!   the deleted objects are gone. Waiting happens inside the deployer call (bounded by
+//!   `timeout` and the item's deadline), as Helm's does.
+//! - CRDs of `crds/` that the install created are waited for until `Established` (up to 60s,
+//!   as Helm), then discovery is forgotten.
 //! - The record's `chart.lock` is always `null` (the chart engine does not load `Chart.lock`);
 //!   subcharts are not part of a record, as in Helm.
 //! - Benchmark (`tests/tests/helm_release_bench.rs`, ignored by default): 100 releases of a

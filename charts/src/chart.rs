@@ -82,6 +82,9 @@ pub struct Chart {
     /// Every other file (what `.Files` sees), in load order.
     pub files: Vec<File>,
     pub dependencies: Vec<Chart>,
+    /// `Chart.lock` (or `requirements.lock`) as JSON (Helm's `chart.Lock`: `generated`,
+    /// `digest`, `dependencies`); `None` without one (or when it is `null`).
+    pub lock: Option<Json>,
 }
 
 impl Chart {
@@ -349,6 +352,42 @@ fn parse_yaml(what: &str, data: &[u8]) -> Result<Json, String> {
     v.to_json().map_err(|e| format!("cannot load {what}: {e}"))
 }
 
+/// A lock file as Helm unmarshals it into `chart.Lock`: `null` is no lock, anything but an
+/// object (or fields of the wrong type) fails the load as Go's `json.Unmarshal` does.
+fn parse_lock(what: &str, data: &[u8]) -> Result<Option<Json>, String> {
+    let lock = parse_yaml(what, data)?;
+    let wrong = |field: &str, go_type: &str| {
+        format!(
+            "cannot load {what}: error unmarshaling JSON: json: cannot unmarshal into Go {field} of type {go_type}"
+        )
+    };
+    match &lock {
+        Json::Null => return Ok(None),
+        Json::Object(m) => {
+            match m.get("generated") {
+                None | Some(Json::Null | Json::String(_)) => {}
+                Some(_) => return Err(wrong("struct field Lock.generated", "time.Time")),
+            }
+            match m.get("digest") {
+                None | Some(Json::Null | Json::String(_)) => {}
+                Some(_) => return Err(wrong("struct field Lock.digest", "string")),
+            }
+            match m.get("dependencies") {
+                None | Some(Json::Null) => {}
+                Some(Json::Array(deps)) if deps.iter().all(|d| d.is_object() || d.is_null()) => {}
+                Some(_) => {
+                    return Err(wrong(
+                        "struct field Lock.dependencies",
+                        "[]*chart.Dependency",
+                    ));
+                }
+            }
+        }
+        _ => return Err(wrong("value", "chart.Lock")),
+    }
+    Ok(Some(lock))
+}
+
 /// Builds a chart from its files (Helm's `LoadFiles`).
 pub fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, ChartError> {
     if depth > MAX_CHART_DEPTH {
@@ -392,7 +431,9 @@ pub fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, ChartError> {
     };
     for f in files {
         match f.name.as_str() {
-            "Chart.yaml" | "Chart.lock" | "requirements.lock" => {
+            "Chart.yaml" => {}
+            "Chart.lock" | "requirements.lock" => {
+                c.lock = parse_lock(&f.name, &f.data).map_err(fail)?;
                 if f.name == "requirements.lock" && api_v1(&meta_json) {
                     c.files.push(f);
                 }
@@ -733,6 +774,53 @@ mod tests {
             name: name.into(),
             data: data.as_bytes().into(),
         }
+    }
+
+    #[test]
+    fn the_lock_file_is_loaded_into_the_chart() {
+        let lock = "dependencies:\n- name: sub\n  repository: https://charts.example.com\n  version: 1.2.3\ndigest: sha256:abc\ngenerated: \"2024-05-06T07:08:09.5+02:00\"\n";
+        let c = load_files(
+            vec![
+                file("Chart.yaml", "apiVersion: v2\nname: top\nversion: 1.0.0\n"),
+                file("Chart.lock", lock),
+            ],
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            c.lock,
+            Some(serde_json::json!({
+                "dependencies": [{"name": "sub", "repository": "https://charts.example.com", "version": "1.2.3"}],
+                "digest": "sha256:abc",
+                "generated": "2024-05-06T07:08:09.5+02:00"
+            }))
+        );
+        assert!(c.files.is_empty(), "Chart.lock is not one of .Files");
+        // apiVersion v1: requirements.lock is the lock and stays one of the files.
+        let c = load_files(
+            vec![
+                file("Chart.yaml", "apiVersion: v1\nname: old\nversion: 1.0.0\n"),
+                file("requirements.lock", "digest: sha256:def\n"),
+            ],
+            0,
+        )
+        .unwrap();
+        assert_eq!(c.lock, Some(serde_json::json!({"digest": "sha256:def"})));
+        assert_eq!(c.files.len(), 1);
+        // An empty lock is none; a malformed one fails the load as in Helm.
+        let load = |lock: &str| {
+            load_files(
+                vec![
+                    file("Chart.yaml", "apiVersion: v2\nname: top\nversion: 1.0.0\n"),
+                    file("Chart.lock", lock),
+                ],
+                0,
+            )
+        };
+        assert_eq!(load("").unwrap().lock, None);
+        let error = load("digest: [1]\n").unwrap_err().to_string();
+        assert!(error.contains("cannot load Chart.lock"), "{error}");
+        assert!(load("- a\n").is_err());
     }
 
     #[test]

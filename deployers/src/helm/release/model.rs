@@ -259,9 +259,11 @@ pub struct Maintainer {
 /// `chart.Dependency`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Dependency {
+    #[serde(default)]
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version: String,
+    #[serde(default)]
     pub repository: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub condition: String,
@@ -282,8 +284,10 @@ pub struct Dependency {
 /// `chart.Lock` (Chart.lock).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Lock {
-    #[serde(default, with = "helm_time")]
-    pub generated: Option<jiff::Timestamp>,
+    /// A Go `time.Time` as Go marshals it (RFC 3339 with the file's offset, fraction without
+    /// trailing zeros, `Z` for UTC); empty is Go's zero time.
+    #[serde(default, with = "go_time")]
+    pub generated: String,
     #[serde(default)]
     pub digest: String,
     #[serde(default, deserialize_with = "null_as_empty_vec")]
@@ -369,6 +373,53 @@ mod helm_time {
     }
 }
 
+/// A plain Go `time.Time` (not Helm's `time` package, which writes the zero time as `""`).
+mod go_time {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &str, s: S) -> Result<S::Ok, S::Error> {
+        if t.is_empty() {
+            s.serialize_str("0001-01-01T00:00:00Z")
+        } else {
+            s.serialize_str(&super::go_time_text(t))
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        let text = Option::<String>::deserialize(d)?.unwrap_or_default();
+        if text == "0001-01-01T00:00:00Z" {
+            return Ok(String::new());
+        }
+        Ok(super::go_time_text(&text))
+    }
+}
+
+/// An RFC 3339 time as Go re-marshals it after parsing: the fraction without trailing zeros,
+/// a zero offset as `Z`, any other offset kept. Text that is not such a time stays as it is.
+pub fn go_time_text(text: &str) -> String {
+    if text.parse::<jiff::Timestamp>().is_err() || text.len() < 20 || !text.is_char_boundary(19) {
+        return text.to_string();
+    }
+    let (seconds, rest) = text.split_at(19);
+    let (fraction, zone) = match rest.strip_prefix('.') {
+        Some(r) => {
+            let end = r.find(|c: char| !c.is_ascii_digit()).unwrap_or(r.len());
+            (r[..end].trim_end_matches('0'), &r[end..])
+        }
+        None => ("", rest),
+    };
+    let zone = match zone {
+        "z" | "Z" | "+00:00" | "-00:00" => "Z",
+        other => other,
+    };
+    let fraction = if fraction.is_empty() {
+        String::new()
+    } else {
+        format!(".{fraction}")
+    };
+    format!("{seconds}{fraction}{zone}")
+}
+
 /// Go's `time.RFC3339Nano` of a UTC time: trailing zeros of the fraction dropped, `Z`.
 pub fn go_rfc3339_nano(t: jiff::Timestamp) -> String {
     let seconds = t.strftime("%Y-%m-%dT%H:%M:%S").to_string();
@@ -439,8 +490,8 @@ pub fn go_numbers(value: &mut Value) {
 }
 
 impl ChartRecord {
-    /// The record of a loaded chart (top level only, as Helm marshals it; the lock is not
-    /// loaded by the chart engine and stays `null`).
+    /// The record of a loaded chart (top level only, as Helm marshals it, with its
+    /// `Chart.lock`; a lock whose fields do not fit `chart.Lock` is left out).
     pub fn of(chart: &landscaper_charts::chart::Chart) -> ChartRecord {
         let files = |files: &[landscaper_charts::chart::File]| -> Option<Vec<ChartFile>> {
             if files.is_empty() {
@@ -464,7 +515,10 @@ impl ChartRecord {
         };
         ChartRecord {
             metadata: Some(Metadata::of(&chart.metadata)),
-            lock: None,
+            lock: chart
+                .lock
+                .as_ref()
+                .and_then(|lock| serde_json::from_value(lock.clone()).ok()),
             templates: files(&chart.templates),
             values: Some(values),
             schema: chart.schema.as_ref().map(|s| s.to_vec()),

@@ -371,3 +371,56 @@ fn a_corrupt_latest_record_is_reported_with_its_name() {
         );
     });
 }
+
+#[test]
+fn the_chart_record_carries_the_chart_lock_as_helm_marshals_it() {
+    let file = |name: &str, data: &str| landscaper_charts::chart::File {
+        name: name.into(),
+        data: data.as_bytes().into(),
+    };
+    let chart = landscaper_charts::chart::load_files(
+        vec![
+            file("Chart.yaml", "apiVersion: v2\nname: top\nversion: 1.0.0\n"),
+            file(
+                "Chart.lock",
+                "dependencies:\n- name: sub\n  repository: https://charts.example.com\n  version: 1.2.3\n- name: local\n  repository: file://../local\n  version: 0.1.0\ndigest: sha256:abc\ngenerated: \"2024-05-06T07:08:09.500+02:00\"\n",
+            ),
+        ],
+        0,
+    )
+    .unwrap();
+    let record = serde_json::to_string(&ChartRecord::of(&chart).lock).unwrap();
+    assert_eq!(
+        record,
+        r#"{"generated":"2024-05-06T07:08:09.5+02:00","digest":"sha256:abc","dependencies":[{"name":"sub","version":"1.2.3","repository":"https://charts.example.com"},{"name":"local","version":"0.1.0","repository":"file://../local"}]}"#
+    );
+    // Without a lock the record's lock is null, as Helm's.
+    let chart = landscaper_charts::chart::load_files(
+        vec![file(
+            "Chart.yaml",
+            "apiVersion: v2\nname: top\nversion: 1.0.0\n",
+        )],
+        0,
+    )
+    .unwrap();
+    assert_eq!(ChartRecord::of(&chart).lock, None);
+}
+
+#[test]
+fn lock_times_are_written_as_go_marshals_them() {
+    assert_eq!(go_time_text("2024-05-06T07:08:09Z"), "2024-05-06T07:08:09Z");
+    assert_eq!(
+        go_time_text("2024-05-06T07:08:09.120000+00:00"),
+        "2024-05-06T07:08:09.12Z"
+    );
+    assert_eq!(
+        go_time_text("2024-05-06T07:08:09.000-05:30"),
+        "2024-05-06T07:08:09-05:30"
+    );
+    assert_eq!(go_time_text("not a time"), "not a time");
+    let zero: Lock = serde_json::from_value(json!({"digest": "d"})).unwrap();
+    assert_eq!(
+        serde_json::to_value(&zero).unwrap()["generated"],
+        "0001-01-01T00:00:00Z"
+    );
+}

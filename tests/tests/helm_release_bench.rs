@@ -2,9 +2,12 @@
 //! installations, each one helm deploy item with a 10-object chart as a real Helm release,
 //! through the daemon against the Kubernetes test server (time until all Succeeded, the
 //! daemon's peak memory), and the same 100 releases with the real `helm install` (`HELM`) from
-//! a loop, side by side in one run. `helm install` runs without `--wait` (Helm's wait needs
-//! ReplicaSets and Pods the test server does not simulate yet); the appliance waits for
-//! Landscaper's readiness checks.
+//! a loop, side by side in one run. Both sides wait for the chart's Deployment to roll out:
+//! the appliance through Landscaper's readiness checks of the item, `helm install --wait`
+//! through Helm's waiter (the test server simulates ReplicaSets and Pods, ready 100ms after
+//! creation). Helm's waiter polls every 2s after a first immediate check, so each
+//! `helm install --wait` takes at least ~2s here. `BENCH_RELEASES` sets the count (default
+//! 100) for a short smoke run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,7 +17,13 @@ use landscaper_e2e::cluster::Cluster;
 use landscaper_e2e::{Daemon, eventually};
 
 const DI_PATH: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/e2e/deployitems";
-const RELEASES: usize = 100;
+/// The number of releases per side (`BENCH_RELEASES`, default 100).
+fn releases() -> usize {
+    std::env::var("BENCH_RELEASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100)
+}
 
 /// Ten objects: eight ConfigMaps, a Service, a Deployment.
 fn write_chart(dir: &Path) {
@@ -112,6 +121,7 @@ fn peak_mib(pid: u32) -> f64 {
 #[test]
 #[ignore = "benchmark: run with --ignored --nocapture"]
 fn bench_100_helm_releases_appliance_and_helm() {
+    let releases = releases();
     let helm = std::env::var_os("HELM")
         .map(PathBuf::from)
         .filter(|p| p.is_file());
@@ -122,20 +132,20 @@ fn bench_100_helm_releases_appliance_and_helm() {
     write_chart(&chart);
 
     let start = Instant::now();
-    for i in 0..RELEASES {
+    for i in 0..releases {
         daemon.write(&format!("r{i:03}.yaml"), &installation(&format!("r{i:03}")));
     }
-    eventually(Duration::from_secs(600), "100 helm items Succeeded", || {
+    eventually(Duration::from_secs(600), "all helm items Succeeded", || {
         let items = daemon.get_json(DI_PATH)?;
         let done = items["items"]
             .as_array()?
             .iter()
             .filter(|d| d["status"]["phase"] == "Succeeded")
             .count();
-        if done < RELEASES {
+        if done < releases {
             std::thread::sleep(Duration::from_millis(200));
         }
-        (done == RELEASES).then_some(())
+        (done == releases).then_some(())
     });
     let appliance = start.elapsed();
     let peak = peak_mib(daemon.child.id());
@@ -143,9 +153,9 @@ fn bench_100_helm_releases_appliance_and_helm() {
         .get("/api/v1/namespaces/bench-appliance/secrets?labelSelector=owner%3Dhelm")
         .and_then(|l| l["items"].as_array().map(Vec::len))
         .unwrap_or(0);
-    assert_eq!(records, RELEASES, "one release record each");
+    assert_eq!(records, releases, "one release record each");
     println!(
-        "appliance: {RELEASES} helm releases (10 objects each) Succeeded in {:.2}s, daemon peak RSS {peak:.1} MiB",
+        "appliance: {releases} helm releases (10 objects each) Succeeded in {:.2}s, daemon peak RSS {peak:.1} MiB",
         appliance.as_secs_f64()
     );
 
@@ -156,7 +166,7 @@ fn bench_100_helm_releases_appliance_and_helm() {
     let home = tempfile::tempdir().unwrap();
     std::fs::write(home.path().join("kubeconfig"), cluster.kubeconfig()).unwrap();
     let start = Instant::now();
-    for i in 0..RELEASES {
+    for i in 0..releases {
         let name = format!("h{i:03}");
         let status = Command::new(&helm)
             .args([
@@ -166,6 +176,9 @@ fn bench_100_helm_releases_appliance_and_helm() {
                 "-n",
                 "bench-helm",
                 "--create-namespace",
+                "--wait",
+                "--timeout",
+                "60s",
             ])
             .env("KUBECONFIG", home.path().join("kubeconfig"))
             .env("HOME", home.path())
@@ -182,7 +195,7 @@ fn bench_100_helm_releases_appliance_and_helm() {
     }
     let loop_time = start.elapsed();
     println!(
-        "helm install loop (no --wait: the test server does not simulate ReplicaSets/Pods yet): {RELEASES} releases in {:.2}s ({:.2}x the appliance's time)",
+        "helm install --wait loop: {releases} releases in {:.2}s ({:.2}x the appliance's time)",
         loop_time.as_secs_f64(),
         loop_time.as_secs_f64() / appliance.as_secs_f64()
     );

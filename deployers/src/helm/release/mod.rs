@@ -29,8 +29,7 @@
 //!   partitions, Services, PVCs, CRDs, ReplicaSets/ReplicationControllers with their Pods;
 //!   paused Deployments count as ready; Jobs are not waited for, as `waitForJobs` is not one of
 //!   Landscaper's options); the timeout answers `context deadline exceeded` plus the object
-//!   and why. Label selectors are listed by their `matchLabels` (a `matchExpressions`-only
-//!   selector of a ReplicaSet lists all Pods of the namespace). `uninstall.wait` polls until
+//!   and why. `uninstall.wait` polls until
 //!   the deleted objects are gone. Waiting happens inside the deployer call (bounded by
 //!   `timeout` and the item's deadline), as Helm's does.
 //! - CRDs of `crds/` that the install created are waited for until `Established` (up to 60s,

@@ -439,7 +439,8 @@ fn kind_of(reference: &ObjectRef) -> Option<Kind> {
     })
 }
 
-/// `matchLabels` of a label selector (a ReplicationController's selector is the map itself).
+/// `matchLabels` of a label selector (a ReplicationController's selector is the map itself):
+/// what the list call filters by.
 fn match_labels(selector: Option<&Value>) -> BTreeMap<String, String> {
     let map = selector
         .and_then(|s| s.get("matchLabels").or(Some(s)))
@@ -450,6 +451,32 @@ fn match_labels(selector: Option<&Value>) -> BTreeMap<String, String> {
             .collect()
     })
     .unwrap_or_default()
+}
+
+/// Whether `object`'s labels meet the selector's `matchExpressions` (`In`, `NotIn`, `Exists`,
+/// `DoesNotExist`; an unknown operator matches nothing, as `LabelSelectorAsSelector` fails).
+pub fn meets_expressions(object: &Value, selector: Option<&Value>) -> bool {
+    let Some(expressions) = selector
+        .and_then(|s| s.get("matchExpressions"))
+        .and_then(Value::as_array)
+    else {
+        return true;
+    };
+    expressions.iter().all(|e| {
+        let label = object
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(text(e, "/key")))
+            .and_then(Value::as_str);
+        let values = e.get("values").and_then(Value::as_array);
+        let listed = |v: &str| values.is_some_and(|vs| vs.iter().any(|x| x.as_str() == Some(v)));
+        match text(e, "/operator") {
+            "In" => label.is_some_and(listed),
+            "NotIn" => !label.is_some_and(listed),
+            "Exists" => label.is_some(),
+            "DoesNotExist" => label.is_none(),
+            _ => false,
+        }
+    })
 }
 
 /// Whether `object` is controlled by the object with `uid`.
@@ -499,7 +526,9 @@ pub async fn is_ready(
                 .list("apps/v1", "ReplicaSet", Some(&reference.namespace), &labels)
                 .await?
                 .into_iter()
-                .filter(|rs| controlled_by(rs, uid))
+                .filter(|rs| {
+                    controlled_by(rs, uid) && meets_expressions(rs, live.pointer("/spec/selector"))
+                })
                 .collect();
             deployment_ready(
                 &live,
@@ -517,6 +546,7 @@ pub async fn is_ready(
                 .list("v1", "Pod", Some(&reference.namespace), &labels)
                 .await?;
             pods.iter()
+                .filter(|pod| meets_expressions(pod, live.pointer("/spec/selector")))
                 .map(pod_ready)
                 .find(|c| *c != Check::Ready)
                 .unwrap_or(Check::Ready)
@@ -873,6 +903,37 @@ mod tests {
         }));
         assert!(!retryable(&ClusterError::NotFound("x".into())));
         assert!(retryable(&ClusterError::Unreachable("x".into())));
+    }
+
+    #[test]
+    fn selector_expressions_filter_what_the_labels_listed() {
+        let pod = json!({"metadata": {"labels": {"app": "web", "tier": "front"}}});
+        let selector = |expressions: Value| json!({"matchLabels": {"app": "web"}, "matchExpressions": expressions});
+        let meets = |e: Value| meets_expressions(&pod, Some(&selector(e)));
+        assert!(meets_expressions(&pod, None));
+        assert!(meets(
+            json!([{"key": "tier", "operator": "In", "values": ["front", "back"]}])
+        ));
+        assert!(!meets(
+            json!([{"key": "tier", "operator": "NotIn", "values": ["front"]}])
+        ));
+        assert!(meets(
+            json!([{"key": "zone", "operator": "NotIn", "values": ["a"]}])
+        ));
+        assert!(meets(json!([{"key": "tier", "operator": "Exists"}])));
+        assert!(!meets(json!([{"key": "tier", "operator": "DoesNotExist"}])));
+        assert!(!meets(
+            json!([{"key": "tier", "operator": "Gt", "values": ["1"]}])
+        ));
+        assert_eq!(
+            match_labels(Some(&selector(json!([])))),
+            BTreeMap::from([("app".to_string(), "web".to_string())])
+        );
+        // A ReplicationController's selector is the label map itself.
+        assert_eq!(
+            match_labels(Some(&json!({"app": "web"}))),
+            BTreeMap::from([("app".to_string(), "web".to_string())])
+        );
     }
 
     #[test]

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use landscaper_e2e::Daemon;
 use landscaper_e2e::cluster::Cluster;
-use landscaper_e2e::{Daemon, eventually};
 
 const DI_PATH: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/e2e/deployitems";
 /// The number of releases per side (`BENCH_RELEASES`, default 100).
@@ -135,18 +135,32 @@ fn bench_100_helm_releases_appliance_and_helm() {
     for i in 0..releases {
         daemon.write(&format!("r{i:03}.yaml"), &installation(&format!("r{i:03}")));
     }
-    eventually(Duration::from_secs(600), "all helm items Succeeded", || {
-        let items = daemon.get_json(DI_PATH)?;
-        let done = items["items"]
-            .as_array()?
+    let deadline = Instant::now() + Duration::from_secs(60 + 6 * releases as u64);
+    loop {
+        let items = daemon.get_json(DI_PATH).unwrap_or_default();
+        let items = items["items"].as_array().cloned().unwrap_or_default();
+        let pending: Vec<String> = items
             .iter()
-            .filter(|d| d["status"]["phase"] == "Succeeded")
-            .count();
-        if done < releases {
-            std::thread::sleep(Duration::from_millis(200));
+            .filter(|d| d["status"]["phase"] != "Succeeded")
+            .map(|d| {
+                format!(
+                    "{} {} {}",
+                    d["metadata"]["name"],
+                    d["status"]["phase"],
+                    d["status"]["lastError"]["message"]
+                )
+            })
+            .collect();
+        if items.len() == releases && pending.is_empty() {
+            break;
         }
-        (done == releases).then_some(())
-    });
+        assert!(
+            Instant::now() < deadline,
+            "not all {releases} items Succeeded ({} items): {pending:#?}",
+            items.len()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let appliance = start.elapsed();
     let peak = peak_mib(daemon.child.id());
     let records = cluster

@@ -370,7 +370,11 @@ pub async fn run_hooks(
     let plan = plan_hooks(event, hooks);
     for (position, step) in plan.iter().enumerate() {
         let hook = &mut hooks[step.index];
-        hook.delete_policies = step.policies.iter().map(|p| p.as_str().to_string()).collect();
+        hook.delete_policies = step
+            .policies
+            .iter()
+            .map(|p| p.as_str().to_string())
+            .collect();
         let object = build(client, event, hook, &options.namespace).await?;
         if step.delete_before_create {
             delete_hook(

@@ -555,7 +555,8 @@ fn skip_schema_validation_lets_values_the_schema_refuses_through() {
 }
 
 /// The demo chart with hook Jobs: two pre-install ones (weights 5 and -5, the first
-/// `hook-succeeded`), a pre-upgrade, a post-upgrade and a pre-delete one, and a test Pod. A
+/// `hook-succeeded`), a pre-upgrade, a post-upgrade, a pre-delete and a pre-rollback one, and
+/// a test Pod. A
 /// Job's outcome on the running cluster comes from `.Values.outcomes.<hook>` (`Complete` by
 /// default, `Fail`).
 fn write_hook_chart(manifests: &Path) {
@@ -577,6 +578,7 @@ fn write_hook_chart(manifests: &Path) {
         job("pre-up", "pre-upgrade", 0, ""),
         job("post-up", "post-upgrade", 0, ""),
         job("pre-del", "pre-delete", 0, ""),
+        job("pre-rb", "pre-rollback", 0, ""),
         "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-test\n  annotations:\n    helm.sh/hook: test\nspec:\n  containers: [{name: t, image: busybox}]\n".to_string(),
     ]
     .concat();
@@ -815,4 +817,48 @@ fn the_hook_timeout_is_the_actions_bounded_by_the_items_deadline() {
         };
         assert_eq!(hook_timeout(&passed), Duration::ZERO);
     });
+}
+
+#[test]
+fn an_atomic_upgrade_whose_pre_upgrade_hook_fails_is_rolled_back_with_the_rollback_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    write_hook_chart(dir.path());
+    let cluster = running_cluster();
+    let deployer = deployer(&cluster, dir.path());
+    let mut item = item(real(json!({})));
+    let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
+    next_job(&mut item, &result);
+    item.spec.config = Some(real(json!({
+        "values": {"greeting": "two", "outcomes": {"preup": "Fail"}},
+        "helmDeploymentConfig": {"upgrade": {"atomic": true}},
+    })));
+    cluster.clear_log();
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
+    assert!(
+        error.message.starts_with(
+            "unable to upgrade helm chart release: release rel failed, and has been rolled back due to atomic being set: "
+        ) && error.message.contains("rel-pre-up")
+            && error.message.contains("BackoffLimitExceeded"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        history(&cluster),
+        [
+            (1, Status::Superseded),
+            (2, Status::Failed),
+            (3, Status::Deployed)
+        ]
+    );
+    // The rollback to revision 1 ran revision 1's pre-rollback hook, not its upgrade hooks.
+    let log = cluster.log();
+    assert!(
+        position(&log, "create Job apps/rel-pre-up") < position(&log, "create Job apps/rel-pre-rb"),
+        "{log:?}"
+    );
+    assert!(!log.iter().any(|l| l.contains("rel-post-up")), "{log:?}");
+    let rollback = record(&cluster, 3);
+    assert_eq!(rollback.info.as_ref().unwrap().description, "Rollback to 1");
+    assert_eq!(phase_of(&rollback, "rel-pre-rb"), HookPhase::Succeeded);
+    assert_eq!(phase_of(&rollback, "rel-pre-up"), HookPhase::None);
 }

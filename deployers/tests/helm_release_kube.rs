@@ -893,3 +893,69 @@ fn hook_jobs_of_the_deployers_release_run_in_weight_order_and_helm_shows_them() 
         Some(&("5".into(), "deployed".into()))
     );
 }
+
+#[test]
+fn helm_rollback_runs_the_rollback_hooks_the_deployer_recorded_and_a_reconcile_converges() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let dir = write_chart(manifests.path());
+    std::fs::write(
+        dir.join("templates/rollback-hooks.yaml"),
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}-post-rb\n  annotations:\n    helm.sh/hook: post-rollback\n    kube-test-server/outcome: Complete\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n",
+    )
+    .unwrap();
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
+    run_job(&runtime, &deployer, &mut item, &target);
+    assert!(
+        job(&server, "rel-post-rb").is_none(),
+        "install and upgrade do not run it"
+    );
+
+    // The user's `helm rollback` runs the post-rollback hook from the deployer's record.
+    helm.ok(&["rollback", "rel", "1", "-n", "default", "--wait"]);
+    let post_rb = job(&server, "rel-post-rb").expect("helm ran the recorded hook");
+    let rolled_back = release_record(&server, 3);
+    let hook = &rolled_back.hooks[0];
+    assert_eq!(
+        serde_json::to_value(&hook.last_run).unwrap()["phase"],
+        "Succeeded"
+    );
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"]["greeting"],
+        "one"
+    );
+
+    // The next reconcile converges to the item's state with a new revision; the upgrade does
+    // not run the rollback hook again.
+    run_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "superseded".into()),
+            ("3".into(), "superseded".into()),
+            ("4".into(), "deployed".into())
+        ]
+    );
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"]["greeting"],
+        "two"
+    );
+    assert_eq!(
+        job(&server, "rel-post-rb").unwrap()["metadata"]["uid"],
+        post_rb["metadata"]["uid"]
+    );
+    let history = helm.ok(&["history", "rel", "-n", "default"]);
+    assert!(history.contains("Rollback to 1"), "{history}");
+}

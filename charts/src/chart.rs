@@ -181,19 +181,32 @@ fn walk(
     if depth > 64 {
         return Err(format!("{prefix}: directories nested too deeply"));
     }
-    let mut entries: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+    // `dir` is canonical (the chart's top or a canonical subdirectory), so only symbolic links
+    // need resolving; resolving every entry cost a readlink per path component.
+    let mut entries: Vec<(String, PathBuf, bool)> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(Result::ok)
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .map(|e| {
+            let is_link = e.file_type().map_or(true, |t| t.is_symlink());
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.path(),
+                is_link,
+            )
+        })
         .collect();
     entries.sort();
-    for (name, path) in entries {
+    for (name, path, is_link) in entries {
         let rel = if prefix.is_empty() {
             name.clone()
         } else {
             format!("{prefix}/{name}")
         };
-        let real = path.canonicalize().map_err(|e| format!("{rel}: {e}"))?;
+        let real = if is_link {
+            path.canonicalize().map_err(|e| format!("{rel}: {e}"))?
+        } else {
+            path
+        };
         if !real.starts_with(top) {
             return Err(format!("{rel}: links outside the chart directory"));
         }
@@ -821,6 +834,43 @@ mod tests {
         let error = load("digest: [1]\n").unwrap_err().to_string();
         assert!(error.contains("cannot load Chart.lock"), "{error}");
         assert!(load("- a\n").is_err());
+    }
+
+    #[test]
+    fn symbolic_links_resolve_inside_the_chart_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let chart = dir.path().join("demo");
+        std::fs::create_dir_all(chart.join("templates")).unwrap();
+        std::fs::write(
+            chart.join("Chart.yaml"),
+            "apiVersion: v2\nname: demo\nversion: 1.0.0\n",
+        )
+        .unwrap();
+        std::fs::write(chart.join("shared.yaml"), "kind: ConfigMap\n").unwrap();
+        // A link to a file inside the chart is loaded with the link's name.
+        std::os::unix::fs::symlink(chart.join("shared.yaml"), chart.join("templates/cm.yaml"))
+            .unwrap();
+        let loaded = load_dir(&chart).unwrap();
+        assert!(
+            loaded
+                .templates
+                .iter()
+                .any(|t| t.name == "templates/cm.yaml"),
+            "{:?}",
+            loaded.templates.iter().map(|t| &t.name).collect::<Vec<_>>()
+        );
+        // A link that leaves the chart is refused, naming the entry.
+        std::fs::write(dir.path().join("secret.txt"), "s").unwrap();
+        std::os::unix::fs::symlink(
+            dir.path().join("secret.txt"),
+            chart.join("templates/leak.yaml"),
+        )
+        .unwrap();
+        let err = load_dir(&chart).unwrap_err().to_string();
+        assert!(
+            err.contains("templates/leak.yaml: links outside the chart directory"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -127,7 +127,7 @@ fn parse_head(doc: &str) -> Result<Head, String> {
     };
     let m = match &v {
         Value::Nil => return Ok(head),
-        Value::Map(m) => m.borrow().clone(),
+        Value::Map(m) => m.borrow(),
         other => {
             return Err(format!(
                 "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type releaseutil.SimpleHead",

@@ -777,3 +777,286 @@ fn an_install_whose_deployment_never_gets_ready_times_out_naming_it() {
         assert!(history.contains("context deadline exceeded"), "{history}");
     }
 }
+
+/// Adds hook Jobs to the demo chart: pre-install `pre-a` (weight 5, hook-succeeded) and
+/// `pre-b` (weight -5, Helm's default policy), pre-upgrade `pre-up` (its outcome from
+/// `.Values.preUpgrade`), post-upgrade `post-up` (before-hook-creation), each taking 300ms on
+/// the server.
+fn write_hook_chart(manifests: &Path) {
+    let dir = write_chart(manifests);
+    let job = |name: &str, event: &str, weight: i32, policy: &str, outcome: &str| {
+        format!(
+            "---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{{{ .Release.Name }}}}-{name}\n  annotations:\n    helm.sh/hook: {event}\n    helm.sh/hook-weight: \"{weight}\"\n{policy}    kube-test-server/outcome: {outcome}\n    kube-test-server/delay-ms: \"300\"\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{{name: c, image: busybox}}]\n"
+        )
+    };
+    let hooks = [
+        job(
+            "pre-a",
+            "pre-install",
+            5,
+            "    helm.sh/hook-delete-policy: hook-succeeded\n",
+            "Complete",
+        ),
+        job("pre-b", "pre-install", -5, "", "Complete"),
+        job(
+            "pre-up",
+            "pre-upgrade",
+            0,
+            "",
+            "{{ .Values.preUpgrade | default \"Complete\" }}",
+        ),
+        job(
+            "post-up",
+            "post-upgrade",
+            0,
+            "    helm.sh/hook-delete-policy: before-hook-creation\n",
+            "Complete",
+        ),
+    ]
+    .concat();
+    std::fs::write(dir.join("templates/hooks.yaml"), hooks).unwrap();
+}
+
+/// Where the first request about the Job `name` comes in the server's log.
+fn first_job_request(server: &TestServer, name: &str) -> usize {
+    server
+        .requests()
+        .iter()
+        .position(|r| r.path.ends_with(&format!("/jobs/{name}")))
+        .unwrap_or_else(|| panic!("no request for Job {name}"))
+}
+
+fn job(server: &TestServer, name: &str) -> Option<Value> {
+    server.get("batch/v1", "Job", "default", name)
+}
+
+fn release_record(
+    server: &TestServer,
+    revision: u32,
+) -> landscaper_deployers::helm::release::model::Release {
+    let secret = server
+        .get(
+            "v1",
+            "Secret",
+            "default",
+            &format!("sh.helm.release.v1.rel.v{revision}"),
+        )
+        .unwrap_or_else(|| panic!("no record of revision {revision}"));
+    codec::from_secret(&secret).unwrap()
+}
+
+#[test]
+fn hook_jobs_of_the_deployers_release_run_in_weight_order_and_helm_shows_them() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    write_hook_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    // Weight -5 ran (and was waited for) before weight 5; the hook-succeeded Job is gone, the
+    // other stays (deleted only before its next creation).
+    assert!(
+        first_job_request(&server, "rel-pre-b") < first_job_request(&server, "rel-pre-a"),
+        "weight order"
+    );
+    assert!(job(&server, "rel-pre-a").is_none(), "hook-succeeded");
+    let pre_b = job(&server, "rel-pre-b").expect("default policy keeps the Job");
+    assert_eq!(pre_b["status"]["succeeded"], 1, "{pre_b}");
+    assert!(job(&server, "rel-pre-up").is_none() && job(&server, "rel-post-up").is_none());
+    let first = release_record(&server, 1);
+    for hook in ["rel-pre-a", "rel-pre-b"] {
+        let run = &first
+            .hooks
+            .iter()
+            .find(|h| h.name == hook)
+            .unwrap()
+            .last_run;
+        assert_eq!(
+            serde_json::to_value(run).unwrap()["phase"],
+            "Succeeded",
+            "{hook}"
+        );
+        let took = run
+            .completed_at
+            .unwrap()
+            .duration_since(run.started_at.unwrap());
+        assert!(took.as_millis() >= 250, "{hook} was waited for: {took:?}");
+    }
+    let b = first.hooks.iter().find(|h| h.name == "rel-pre-b").unwrap();
+    let a = first.hooks.iter().find(|h| h.name == "rel-pre-a").unwrap();
+    assert!(b.last_run.completed_at <= a.last_run.started_at);
+
+    // `helm get hooks` and `helm history` read them.
+    let hooks = helm.ok(&["get", "hooks", "rel", "-n", "default"]);
+    for name in ["rel-pre-a", "rel-pre-b", "rel-pre-up", "rel-post-up"] {
+        assert!(hooks.contains(&format!("name: {name}")), "{hooks}");
+    }
+    assert!(
+        hooks.contains("# Source: demo/templates/hooks.yaml"),
+        "{hooks}"
+    );
+
+    // Upgrades run pre- and post-upgrade; before-hook-creation replaces the post-upgrade Job.
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
+    run_job(&runtime, &deployer, &mut item, &target);
+    let post_2 = job(&server, "rel-post-up").expect("post-upgrade Job");
+    assert!(job(&server, "rel-pre-up").is_some());
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "three"});
+    run_job(&runtime, &deployer, &mut item, &target);
+    let post_3 = job(&server, "rel-post-up").expect("post-upgrade Job");
+    assert_ne!(
+        post_2["metadata"]["uid"], post_3["metadata"]["uid"],
+        "replaced, not kept"
+    );
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "superseded".into()),
+            ("3".into(), "deployed".into())
+        ]
+    );
+
+    // A failing pre-upgrade Job: the item's error names the hook, the Job and the reason; the
+    // new revision is failed (once), the objects stay at revision 3.
+    item.spec.config.as_mut().unwrap()["values"] =
+        json!({"greeting": "four", "preUpgrade": "Fail"});
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(error.operation, "UpgradeHelmRelease");
+    for part in [
+        "pre-upgrade hooks failed",
+        "demo/templates/hooks.yaml",
+        "rel-pre-up",
+        "BackoffLimitExceeded",
+    ] {
+        assert!(error.message.contains(part), "{part}: {}", error.message);
+    }
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "superseded".into()),
+            ("3".into(), "deployed".into()),
+            ("4".into(), "failed".into())
+        ]
+    );
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"]["greeting"],
+        "three"
+    );
+    let history = helm.ok(&["history", "rel", "-n", "default", "-o", "json"]);
+    let history: Vec<Value> = serde_json::from_str(&history).unwrap();
+    assert_eq!(history.len(), 4, "{history:?}");
+    let last = &history[3];
+    assert_eq!(
+        (&last["revision"], &last["status"]),
+        (&json!(4), &json!("failed"))
+    );
+    assert!(
+        last["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Upgrade \"rel\" failed: pre-upgrade hooks failed: "),
+        "{last}"
+    );
+    let failed = release_record(&server, 4);
+    let pre_up = failed
+        .hooks
+        .iter()
+        .find(|h| h.name == "rel-pre-up")
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&pre_up.last_run).unwrap()["phase"],
+        "Failed"
+    );
+    // `helm` can still act on it: its own upgrade with a good hook makes revision 5.
+    let chart = manifests.path().join("charts/demo");
+    helm.ok(&[
+        "upgrade",
+        "rel",
+        chart.to_str().unwrap(),
+        "-n",
+        "default",
+        "--set",
+        "greeting=five",
+    ]);
+    assert_eq!(
+        records(&server).last(),
+        Some(&("5".into(), "deployed".into()))
+    );
+}
+
+#[test]
+fn helm_rollback_runs_the_rollback_hooks_the_deployer_recorded_and_a_reconcile_converges() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let dir = write_chart(manifests.path());
+    std::fs::write(
+        dir.join("templates/rollback-hooks.yaml"),
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}-post-rb\n  annotations:\n    helm.sh/hook: post-rollback\n    kube-test-server/outcome: Complete\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n",
+    )
+    .unwrap();
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
+    run_job(&runtime, &deployer, &mut item, &target);
+    assert!(
+        job(&server, "rel-post-rb").is_none(),
+        "install and upgrade do not run it"
+    );
+
+    // The user's `helm rollback` runs the post-rollback hook from the deployer's record.
+    helm.ok(&["rollback", "rel", "1", "-n", "default", "--wait"]);
+    let post_rb = job(&server, "rel-post-rb").expect("helm ran the recorded hook");
+    let rolled_back = release_record(&server, 3);
+    let hook = &rolled_back.hooks[0];
+    assert_eq!(
+        serde_json::to_value(&hook.last_run).unwrap()["phase"],
+        "Succeeded"
+    );
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"]["greeting"],
+        "one"
+    );
+
+    // The next reconcile converges to the item's state with a new revision; the upgrade does
+    // not run the rollback hook again.
+    run_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "superseded".into()),
+            ("3".into(), "superseded".into()),
+            ("4".into(), "deployed".into())
+        ]
+    );
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"]["greeting"],
+        "two"
+    );
+    assert_eq!(
+        job(&server, "rel-post-rb").unwrap()["metadata"]["uid"],
+        post_rb["metadata"]["uid"]
+    );
+    let history = helm.ok(&["history", "rel", "-n", "default"]);
+    assert!(history.contains("Rollback to 1"), "{history}");
+}

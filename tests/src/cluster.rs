@@ -3,7 +3,7 @@
 //! its objects over its HTTP API.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,21 +15,7 @@ pub const TOKEN: &str = "kube-test-server-token";
 
 /// `target/<profile>/kube-test-server` (built by `cargo build --workspace --bins`).
 pub fn server_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("KUBE_TEST_SERVER_BIN") {
-        return PathBuf::from(path);
-    }
-    let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test binary lives in target/<profile>/deps");
-    let path = profile_dir.join("kube-test-server");
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build --workspace --bins` before the end-to-end tests (scripts/test.sh does)",
-        path.display()
-    );
-    path
+    crate::workspace_binary("kube-test-server", "KUBE_TEST_SERVER_BIN")
 }
 
 /// A running test cluster; stopped on drop.

@@ -14,16 +14,21 @@ pub mod cluster;
 
 /// The `landscaper-appliance` binary built for this test run (`cargo build --workspace --bins`).
 pub fn binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("LANDSCAPER_APPLIANCE_BIN") {
+    workspace_binary("landscaper-appliance", "LANDSCAPER_APPLIANCE_BIN")
+}
+
+/// A binary of this workspace beside the running test: `$env_override` when set, else
+/// `target/<profile>/<name>` (the test itself is `target/<profile>/deps/<test-binary>`).
+pub fn workspace_binary(name: &str, env_override: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env_override) {
         return PathBuf::from(path);
     }
-    // target/<profile>/deps/<test-binary> -> target/<profile>/landscaper-appliance
     let exe = std::env::current_exe().expect("test binary path");
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("test binary lives in target/<profile>/deps");
-    let path = profile_dir.join("landscaper-appliance");
+    let path = profile_dir.join(name);
     assert!(
         path.exists(),
         "{} is missing: run `cargo build --workspace --bins` before the end-to-end tests (scripts/test.sh does)",

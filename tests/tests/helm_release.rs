@@ -348,3 +348,84 @@ fn the_appliances_releases_are_helm_releases() {
     let logs = daemon.logs();
     assert!(!logs.contains("panicked"), "{logs}");
 }
+
+/// Adds hook Jobs to the chart: post-install `<release>-post-in` (hook-succeeded) and
+/// pre-upgrade `<release>-pre-up`, which fails when the greeting is `bad`.
+fn write_hooks(dir: &Path) {
+    std::fs::write(
+        dir.join("templates/hooks.yaml"),
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}-post-in\n  annotations:\n    helm.sh/hook: post-install\n    helm.sh/hook-delete-policy: hook-succeeded\n    kube-test-server/delay-ms: \"200\"\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}-pre-up\n  annotations:\n    helm.sh/hook: pre-upgrade\n    kube-test-server/outcome: {{ if eq .Values.greeting \"bad\" }}Fail{{ else }}Complete{{ end }}\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn hook_jobs_run_through_the_daemon_and_a_failing_one_is_the_items_error() {
+    let cluster = Cluster::start("100ms");
+    let Some(helm) = Helm::new(&cluster) else {
+        return;
+    };
+    let daemon = Daemon::start();
+    daemon.write("target.yaml", &target(&cluster));
+    let chart_dir = daemon.manifests.join("charts/demo");
+    write_chart(&chart_dir);
+    write_hooks(&chart_dir);
+
+    daemon.write("rel.yaml", &installation("rel", "hi", 0));
+    deployed(&cluster, &daemon, "rel", 1);
+    assert!(
+        cluster
+            .grouped("batch/v1", "apps", "jobs", "rel-post-in")
+            .is_none(),
+        "the post-install Job ran and was deleted (hook-succeeded)"
+    );
+    let hooks = helm.ok(&["get", "hooks", "rel", "-n", "apps"]);
+    assert!(
+        hooks.contains("name: rel-post-in") && hooks.contains("name: rel-pre-up"),
+        "{hooks}"
+    );
+
+    // A failing pre-upgrade Job: the item's lastError names the hook, the Job and the reason;
+    // each attempt leaves one failed revision (the daemon retries within the item's timeout,
+    // as Landscaper does; Helm's history limit bounds them), revision 1 stays deployed and
+    // the objects stay at revision 1.
+    daemon.write("rel.yaml", &installation("rel", "bad", 1));
+    let message = eventually(Duration::from_secs(60), "the item's hook error", || {
+        let item = item_of(&daemon, "rel")?;
+        let message = item["status"]["lastError"]["message"].as_str()?.to_string();
+        if message.contains("pre-upgrade hooks failed") {
+            return Some(message);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        None
+    });
+    for part in [
+        "hook pre-upgrade demo/templates/hooks.yaml failed",
+        "Job apps/rel-pre-up failed",
+        "BackoffLimitExceeded",
+    ] {
+        assert!(message.contains(part), "{part}: {message}");
+    }
+    let history = records(&cluster, "rel");
+    assert_eq!(history[0], (1, "deployed".to_string()), "{history:?}");
+    assert!(
+        history.len() >= 2
+            && history[1..history.len() - 1]
+                .iter()
+                .all(|(_, s)| s == "failed")
+            // The last one may be a retry in flight.
+            && matches!(
+                history.last().map(|(_, s)| s.as_str()),
+                Some("failed" | "pending-upgrade")
+            ),
+        "{history:?}"
+    );
+    let revisions: Vec<u32> = history.iter().map(|(r, _)| *r).collect();
+    let mut unique = revisions.clone();
+    unique.dedup();
+    assert_eq!(revisions, unique, "no duplicate revisions");
+    assert_eq!(greeting(&cluster, "rel")["greeting"], "hi");
+
+    let logs = daemon.logs();
+    assert!(!logs.contains("panicked"), "{logs}");
+}

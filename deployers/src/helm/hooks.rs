@@ -1,8 +1,8 @@
 //! Helm hooks as Helm 3.19 runs them (`pkg/action/hooks.go`), for real Helm releases.
 //!
 //! A chart's hook documents (separated from the manifest by `landscaper_charts::sort`) become
-//! [`Hook`]s, shaped exactly like the `hooks` entries of Helm's release JSON, so the release
-//! records can store them as they are. For one [`HookEvent`], [`plan_hooks`] decides which hooks
+//! the release record's [`Hook`]s (`release::model::Hook`, exactly Helm's `hooks` JSON), so the
+//! records store them as they are. For one [`HookEvent`], [`plan_hooks`] decides which hooks
 //! run and in which order (weight, then name, stable over Helm's kind order), and [`run_hooks`]
 //! executes that plan over a [`ClusterClient`]:
 //!
@@ -23,6 +23,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::release::model::{Hook, HookExecution, HookPhase};
 use crate::kubernetes::{ClusterClient, ClusterError, Deletion, ObjectRef};
 
 pub const HOOK_ANNOTATION: &str = "helm.sh/hook";
@@ -134,63 +135,6 @@ impl From<HookDeletePolicy> for String {
     }
 }
 
-/// `release.HookPhase`; `None` is the zero value (`""`) of a hook that never ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum HookPhase {
-    #[default]
-    #[serde(rename = "")]
-    None,
-    Unknown,
-    Running,
-    Succeeded,
-    Failed,
-}
-
-/// `release.HookExecution`. Times are RFC 3339 strings, `""` for the zero time (Helm's
-/// `time.Time` marshals the zero time so).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct HookExecution {
-    #[serde(default, deserialize_with = "null_as_empty")]
-    pub started_at: String,
-    #[serde(default, deserialize_with = "null_as_empty")]
-    pub completed_at: String,
-    #[serde(default)]
-    pub phase: HookPhase,
-}
-
-fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
-}
-
-fn is_zero(n: &i64) -> bool {
-    *n == 0
-}
-
-/// `release.Hook`, with Helm's JSON field names and `omitempty`s.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Hook {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub kind: String,
-    /// The chart-relative template path (`mychart/templates/job.yaml`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub path: String,
-    /// The rendered document.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub manifest: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub events: Vec<HookEvent>,
-    #[serde(default)]
-    pub last_run: HookExecution,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub weight: i64,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub delete_policies: Vec<HookDeletePolicy>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub output_log_policies: Vec<String>,
-}
-
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum HookError {
     /// The hook's document is not a Kubernetes object.
@@ -251,9 +195,22 @@ pub enum HookError {
     },
 }
 
-/// Builds the release hooks from a chart's rendered hook documents (as Helm's manifest sorter
-/// does): name, kind, path, manifest, events and weight from the rendered manifest, delete and
-/// output-log policies from the annotations (comma separated, trimmed, lower-cased).
+impl HookError {
+    /// The cluster error behind this one, if any (e.g. to tell an unreachable target).
+    pub fn cluster_error(&self) -> Option<&ClusterError> {
+        match self {
+            HookError::Delete { source, .. }
+            | HookError::Create { source, .. }
+            | HookError::Watch { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Builds the release hooks from a chart's rendered hook documents (Helm's manifest sorter):
+/// name, kind, path, manifest, events and weight as the sorter read them, delete and
+/// output-log policies from the annotations (`operateAnnotationValues`: comma separated,
+/// trimmed, lower-cased). The one place hooks of a record are made.
 pub fn hooks_from_manifests(
     manifests: &[landscaper_charts::Manifest],
 ) -> Result<Vec<Hook>, HookError> {
@@ -265,34 +222,29 @@ pub fn hooks_from_manifests(
                 path: m.path.clone(),
                 message,
             })?;
-            let annotation = |key: &str| -> Vec<String> {
-                object
-                    .pointer("/metadata/annotations")
-                    .and_then(|a| a.get(key))
-                    .and_then(Value::as_str)
-                    .map(|v| v.split(',').map(|p| p.trim().to_lowercase()).collect())
-                    .unwrap_or_default()
-            };
             Ok(Hook {
                 name: m.name.clone(),
                 kind: m.kind.clone(),
                 path: m.path.clone(),
                 manifest: m.content.clone(),
-                events: m
-                    .events
-                    .iter()
-                    .filter_map(|e| HookEvent::parse(e))
-                    .collect(),
+                events: m.events.clone(),
                 last_run: HookExecution::default(),
                 weight: m.weight,
-                delete_policies: annotation(HOOK_DELETE_ANNOTATION)
-                    .into_iter()
-                    .map(HookDeletePolicy::from)
-                    .collect(),
-                output_log_policies: annotation(HOOK_OUTPUT_LOG_ANNOTATION),
+                delete_policies: annotation_values(&object, HOOK_DELETE_ANNOTATION),
+                output_log_policies: annotation_values(&object, HOOK_OUTPUT_LOG_ANNOTATION),
             })
         })
         .collect()
+}
+
+/// The comma-separated values of an annotation, trimmed and lower-cased.
+fn annotation_values(object: &Value, key: &str) -> Vec<String> {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+        .map(|v| v.split(',').map(|p| p.trim().to_lowercase()).collect())
+        .unwrap_or_default()
 }
 
 /// One document as a JSON object (`null` documents and non-objects are errors).
@@ -337,7 +289,7 @@ pub fn plan_hooks(event: HookEvent, hooks: &[Hook]) -> Vec<PlannedHook> {
         return Vec::new();
     }
     let mut selected: Vec<usize> = (0..hooks.len())
-        .filter(|&i| hooks[i].events.contains(&event))
+        .filter(|&i| hooks[i].events.iter().any(|e| e == event.as_str()))
         .collect();
     selected.sort_by(|&a, &b| {
         (hooks[a].weight, &hooks[a].name).cmp(&(hooks[b].weight, &hooks[b].name))
@@ -346,10 +298,13 @@ pub fn plan_hooks(event: HookEvent, hooks: &[Hook]) -> Vec<PlannedHook> {
         .into_iter()
         .map(|index| {
             let hook = &hooks[index];
-            let policies = if hook.delete_policies.is_empty() {
+            let policies: Vec<HookDeletePolicy> = if hook.delete_policies.is_empty() {
                 vec![HookDeletePolicy::BeforeHookCreation]
             } else {
-                hook.delete_policies.clone()
+                hook.delete_policies
+                    .iter()
+                    .map(|p| HookDeletePolicy::from(p.clone()))
+                    .collect()
             };
             // CustomResourceDefinitions are never deleted (cascading garbage collection).
             let deletable = hook.kind != "CustomResourceDefinition";
@@ -392,8 +347,8 @@ impl HookOptions {
     }
 }
 
-fn now() -> String {
-    jiff::Timestamp::now().to_string()
+fn now() -> Option<jiff::Timestamp> {
+    Some(jiff::Timestamp::now())
 }
 
 /// Runs the hooks of `event` (Helm's `execHook`), updating each run hook in place: the default
@@ -415,7 +370,11 @@ pub async fn run_hooks(
     let plan = plan_hooks(event, hooks);
     for (position, step) in plan.iter().enumerate() {
         let hook = &mut hooks[step.index];
-        hook.delete_policies = step.policies.clone();
+        hook.delete_policies = step
+            .policies
+            .iter()
+            .map(|p| p.as_str().to_string())
+            .collect();
         let object = build(client, event, hook, &options.namespace).await?;
         if step.delete_before_create {
             delete_hook(
@@ -430,7 +389,7 @@ pub async fn run_hooks(
         }
         hook.last_run = HookExecution {
             started_at: now(),
-            completed_at: String::new(),
+            completed_at: None,
             phase: HookPhase::Running,
         };
         let outcome = match client.create(&object).await {

@@ -36,7 +36,7 @@ use serde_json::{Map, Value, json};
 
 use self::config::{ConfigError, ProviderConfiguration};
 use self::release::action::{self, ActionError, ActionOptions, Plan, ReleaseSpec};
-use self::release::model::{ChartRecord, Hook};
+use self::release::model::ChartRecord;
 use self::release::storage::{MAX_HISTORY, Storage};
 use crate::applier::config::{Exports, Manifest, ManifestPolicy};
 use crate::applier::jsonpath::{KubePath, construct, merge_maps};
@@ -637,20 +637,6 @@ fn skip_schema_validation(config: &ProviderConfiguration, plan: Plan) -> bool {
     deployment_flag(args, "skipSchemaValidation")
 }
 
-/// The comma-separated values of a hook annotation, lower-cased (`operateAnnotationValues`).
-fn annotation_values(object: &Value, key: &str) -> Vec<String> {
-    object
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(key))
-        .and_then(Value::as_str)
-        .map(|v| {
-            v.split(',')
-                .map(|p| p.trim().to_lowercase())
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default()
-}
-
 /// Renders a chart for a real release at `plan`'s revision (`.Release.IsInstall`/`IsUpgrade`
 /// and `Revision` as Helm sets them): the record's chart, values, manifest (no CRDs, no hooks,
 /// Helm's `# Source:` layout), hooks, notes, and the CRDs of `crds/` apart.
@@ -696,24 +682,7 @@ pub fn render_release(
         .iter()
         .map(|m| format!("---\n# Source: {}\n{}\n", m.path, m.content))
         .collect();
-    let mut hooks = Vec::new();
-    for h in &rendered.hooks {
-        let object = parse_documents(&h.path, &h.content)?
-            .into_iter()
-            .next()
-            .unwrap_or(Value::Null);
-        hooks.push(Hook {
-            name: h.name.clone(),
-            kind: h.kind.clone(),
-            path: h.path.clone(),
-            manifest: h.content.clone(),
-            events: h.events.clone(),
-            last_run: Default::default(),
-            weight: h.weight,
-            delete_policies: annotation_values(&object, "helm.sh/hook-delete-policy"),
-            output_log_policies: annotation_values(&object, "helm.sh/hook-output-log-policy"),
-        });
-    }
+    let hooks = hooks::hooks_from_manifests(&rendered.hooks).map_err(|e| e.to_string())?;
     let mut values = config.values.clone();
     release::model::go_numbers(&mut values);
     Ok(RenderedRelease {
@@ -945,8 +914,8 @@ impl HelmDeployer {
                     .await?
                 };
                 let options = action_options(&config, plan, request.deadline)?;
-                // The hook seam: `rendered.spec.hooks` are recorded; `action::run_hooks` runs
-                // them at each event once the hook runner is plugged in.
+                // `rendered.spec.hooks` are recorded and run by `action::run_hooks` at each
+                // event of the action.
                 let result = match plan {
                     Plan::Install => action::install(client, &rendered.spec, options).await,
                     Plan::Upgrade { .. } => {

@@ -44,6 +44,14 @@ fn write_release_chart(manifests: &Path) {
     .unwrap();
 }
 
+/// The in-memory cluster with Jobs and Pods that finish (hook Jobs complete unless annotated
+/// `kube-test-server/outcome`).
+fn running_cluster() -> Arc<FakeCluster> {
+    let cluster = Arc::new(FakeCluster::new());
+    cluster.set_run_workloads(true);
+    cluster
+}
+
 fn real(extra: Value) -> Value {
     let mut c = config(extra);
     c.as_object_mut().unwrap().remove("helmDeployment");
@@ -74,7 +82,7 @@ fn next_job(item: &mut DeployItem, result: &ReconcileResult) {
 fn a_release_is_installed_upgraded_and_uninstalled_as_helm_does() {
     let dir = tempfile::tempdir().unwrap();
     write_release_chart(dir.path());
-    let cluster = Arc::new(FakeCluster::new());
+    let cluster = running_cluster();
     let deployer = deployer(&cluster, dir.path());
     let mut item = item(real(json!({
         "values": {"greeting": "hi", "extra": true},
@@ -141,7 +149,25 @@ fn a_release_is_installed_upgraded_and_uninstalled_as_helm_does() {
         hook.delete_policies,
         ["before-hook-creation", "hook-succeeded"]
     );
-    assert_eq!(hook.last_run, Default::default());
+    // The post-install hook ran: its run is recorded, its Job deleted (hook-succeeded).
+    assert_eq!(
+        hook.last_run.phase,
+        super::release::model::HookPhase::Succeeded
+    );
+    assert!(hook.last_run.started_at.is_some() && hook.last_run.completed_at.is_some());
+    assert!(
+        cluster
+            .log()
+            .iter()
+            .any(|l| l == "create Job apps/rel-migrate"),
+        "{:?}",
+        cluster.log()
+    );
+    assert!(
+        cluster
+            .object(&ObjectRef::new("batch/v1", "Job", "apps", "rel-migrate"))
+            .is_none()
+    );
     let chart = release.chart.as_ref().unwrap();
     assert_eq!(chart.metadata.as_ref().unwrap().app_version, "1.2");
     assert!(
@@ -279,7 +305,7 @@ fn a_release_is_installed_upgraded_and_uninstalled_as_helm_does() {
 fn objects_of_others_are_not_taken_over_unless_asked() {
     let dir = tempfile::tempdir().unwrap();
     write_chart(dir.path());
-    let cluster = Arc::new(FakeCluster::new());
+    let cluster = running_cluster();
     cluster.insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "rel-cm", "namespace": "apps"}, "data": {"owner": "someone"}}));
     let deployer = deployer(&cluster, dir.path());
@@ -321,7 +347,7 @@ fn objects_of_others_are_not_taken_over_unless_asked() {
 fn a_pending_record_is_reported_and_unblocked() {
     let dir = tempfile::tempdir().unwrap();
     write_chart(dir.path());
-    let cluster = Arc::new(FakeCluster::new());
+    let cluster = running_cluster();
     let deployer = deployer(&cluster, dir.path());
     let mut item = item(real(json!({})));
     let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
@@ -360,7 +386,7 @@ fn a_pending_record_is_reported_and_unblocked() {
 fn a_corrupt_latest_record_fails_clearly_without_a_new_revision() {
     let dir = tempfile::tempdir().unwrap();
     write_chart(dir.path());
-    let cluster = Arc::new(FakeCluster::new());
+    let cluster = running_cluster();
     let deployer = deployer(&cluster, dir.path());
     let mut item = item(real(json!({})));
     let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
@@ -394,7 +420,7 @@ fn an_atomic_install_that_never_gets_ready_is_uninstalled() {
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: nginx}]}\n",
     )
     .unwrap();
-    let cluster = Arc::new(FakeCluster::new());
+    let cluster = running_cluster();
     let deployer = deployer(&cluster, dir.path());
     // The in-memory cluster never makes Deployments ready.
     let item = item(real(json!({
@@ -427,7 +453,7 @@ fn an_atomic_install_that_never_gets_ready_is_uninstalled() {
 fn a_rollback_redeploys_an_older_revision_as_a_new_one() {
     let dir = tempfile::tempdir().unwrap();
     write_release_chart(dir.path());
-    let cluster = Arc::new(FakeCluster::new());
+    let cluster = running_cluster();
     let deployer = deployer(&cluster, dir.path());
     let mut item = item(real(json!({"values": {"greeting": "one", "extra": true}})));
     let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
@@ -471,7 +497,7 @@ fn a_rollback_redeploys_an_older_revision_as_a_new_one() {
 fn uninstall_with_wait_reports_objects_that_stay_and_still_removes_the_records() {
     let dir = tempfile::tempdir().unwrap();
     write_chart(dir.path());
-    let cluster = Arc::new(FakeCluster::new());
+    let cluster = running_cluster();
     let deployer = deployer(&cluster, dir.path());
     let mut item = item(real(json!({
         "helmDeploymentConfig": {"uninstall": {"wait": true, "timeout": "300ms"}},
@@ -508,7 +534,7 @@ fn skip_schema_validation_lets_values_the_schema_refuses_through() {
         r#"{"type": "object", "properties": {"greeting": {"type": "string", "maxLength": 5}}}"#,
     )
     .unwrap();
-    let cluster = Arc::new(FakeCluster::new());
+    let cluster = running_cluster();
     let deployer = deployer(&cluster, dir.path());
     let refused = item(real(json!({"values": {"greeting": "far too long"}})));
     let error = block_on(deployer.reconcile(DeployRequest::new(&refused, None))).unwrap_err();
@@ -526,4 +552,313 @@ fn skip_schema_validation_lets_values_the_schema_refuses_through() {
         cm(&cluster, "rel-cm").unwrap()["data"]["greeting"],
         "far too long"
     );
+}
+
+/// The demo chart with hook Jobs: two pre-install ones (weights 5 and -5, the first
+/// `hook-succeeded`), a pre-upgrade, a post-upgrade, a pre-delete and a pre-rollback one, and
+/// a test Pod. A
+/// Job's outcome on the running cluster comes from `.Values.outcomes.<hook>` (`Complete` by
+/// default, `Fail`).
+fn write_hook_chart(manifests: &Path) {
+    write_chart(manifests);
+    let job = |name: &str, event: &str, weight: i32, policy: &str| {
+        format!(
+            "---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{{{ .Release.Name }}}}-{name}\n  annotations:\n    helm.sh/hook: {event}\n    helm.sh/hook-weight: \"{weight}\"\n{policy}    kube-test-server/outcome: {{{{ .Values.outcomes.{key} | default \"Complete\" }}}}\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{{name: c, image: busybox}}]\n",
+            key = name.replace('-', "")
+        )
+    };
+    let hooks = [
+        job(
+            "pre-a",
+            "pre-install",
+            5,
+            "    helm.sh/hook-delete-policy: hook-succeeded\n",
+        ),
+        job("pre-b", "pre-install", -5, ""),
+        job("pre-up", "pre-upgrade", 0, ""),
+        job("post-up", "post-upgrade", 0, ""),
+        job("pre-del", "pre-delete", 0, ""),
+        job("pre-rb", "pre-rollback", 0, ""),
+        "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-test\n  annotations:\n    helm.sh/hook: test\nspec:\n  containers: [{name: t, image: busybox}]\n".to_string(),
+    ]
+    .concat();
+    std::fs::write(manifests.join("charts/demo/templates/hooks.yaml"), hooks).unwrap();
+    std::fs::write(
+        manifests.join("charts/demo/values.yaml"),
+        "greeting: hello\nfail: false\noutcomes: {}\n",
+    )
+    .unwrap();
+}
+
+fn job_ref(name: &str) -> ObjectRef {
+    ObjectRef::new("batch/v1", "Job", "apps", name)
+}
+
+fn position(log: &[String], entry: &str) -> usize {
+    log.iter()
+        .position(|l| l == entry)
+        .unwrap_or_else(|| panic!("{entry} not in {log:?}"))
+}
+
+fn record(cluster: &FakeCluster, revision: u32) -> super::release::model::Release {
+    block_on(Storage::new(cluster, "apps").history("rel"))
+        .unwrap()
+        .releases
+        .into_iter()
+        .find(|r| r.version == revision)
+        .unwrap_or_else(|| panic!("no revision {revision}"))
+}
+
+fn phase_of(release: &super::release::model::Release, hook: &str) -> HookPhase {
+    release
+        .hooks
+        .iter()
+        .find(|h| h.name == hook)
+        .unwrap_or_else(|| panic!("no hook {hook}"))
+        .last_run
+        .phase
+}
+
+use super::release::model::HookPhase;
+
+#[test]
+fn hooks_run_in_weight_order_at_their_events_and_a_failed_pre_upgrade_fails_the_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    write_hook_chart(dir.path());
+    let cluster = running_cluster();
+    let deployer = deployer(&cluster, dir.path());
+    let mut item = item(real(json!({})));
+    let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
+    assert_eq!(result.phase, Some(Phase::Succeeded), "{result:?}");
+
+    // Weight -5 before weight 5, both before the release's objects; the hook-succeeded one
+    // deleted after all succeeded; the default policy keeps the other until its next run.
+    let log = cluster.log();
+    let b = position(&log, "create Job apps/rel-pre-b");
+    let a = position(&log, "create Job apps/rel-pre-a");
+    let objects = position(&log, "create ConfigMap apps/rel-cm");
+    assert!(b < a && a < objects, "{log:?}");
+    assert!(position(&log, "delete Job apps/rel-pre-a") > a);
+    assert!(cluster.object(&job_ref("rel-pre-a")).is_none());
+    assert!(cluster.object(&job_ref("rel-pre-b")).is_some());
+    assert!(
+        !log.iter().any(|l| l.contains("rel-test")
+            || l.contains("rel-pre-up")
+            || l.contains("rel-post-up")),
+        "test hooks and other events never run: {log:?}"
+    );
+    let first = record(&cluster, 1);
+    assert_eq!(first.status(), Status::Deployed);
+    assert_eq!(phase_of(&first, "rel-pre-a"), HookPhase::Succeeded);
+    assert_eq!(phase_of(&first, "rel-pre-b"), HookPhase::Succeeded);
+    assert_eq!(phase_of(&first, "rel-pre-up"), HookPhase::None);
+    assert_eq!(phase_of(&first, "rel-test"), HookPhase::None);
+    let pre_b = first.hooks.iter().find(|h| h.name == "rel-pre-b").unwrap();
+    assert_eq!(
+        pre_b.delete_policies,
+        ["before-hook-creation"],
+        "Helm stores the default policy of a hook it ran"
+    );
+
+    // A failing pre-upgrade Job: the item's error names the hook, the Job and the reason; the
+    // new revision is failed, nothing of the upgrade applied, no other revision written.
+    next_job(&mut item, &result);
+    item.spec.config = Some(real(json!({
+        "values": {"greeting": "two", "outcomes": {"preup": "Fail"}}
+    })));
+    cluster.clear_log();
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
+    assert_eq!(error.operation, "UpgradeHelmRelease");
+    for part in [
+        "pre-upgrade",
+        "demo/templates/hooks.yaml",
+        "rel-pre-up",
+        "BackoffLimitExceeded",
+    ] {
+        assert!(error.message.contains(part), "{part}: {}", error.message);
+    }
+    assert_eq!(
+        history(&cluster),
+        [(1, Status::Deployed), (2, Status::Failed)]
+    );
+    let failed = record(&cluster, 2);
+    let description = &failed.info.as_ref().unwrap().description;
+    assert!(
+        description.starts_with(
+            "Upgrade \"rel\" failed: pre-upgrade hooks failed: hook pre-upgrade demo/templates/hooks.yaml failed: "
+        ),
+        "{description}"
+    );
+    assert_eq!(phase_of(&failed, "rel-pre-up"), HookPhase::Failed);
+    assert_eq!(cm(&cluster, "rel-cm").unwrap()["data"]["greeting"], "hello");
+    assert!(!cluster.log().iter().any(|l| l.contains("rel-post-up")));
+
+    // Fixed: the next upgrade replaces the old pre-upgrade Job (before-hook-creation), runs
+    // post-upgrade after the objects, and is deployed.
+    item.spec.config = Some(real(json!({"values": {"greeting": "three"}})));
+    cluster.clear_log();
+    let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
+    assert_eq!(result.phase, Some(Phase::Succeeded), "{result:?}");
+    let log = cluster.log();
+    let deleted = position(&log, "delete Job apps/rel-pre-up");
+    let created = position(&log, "create Job apps/rel-pre-up");
+    let patched = log
+        .iter()
+        .position(|l| l.contains("ConfigMap apps/rel-cm"))
+        .unwrap();
+    let post = position(&log, "create Job apps/rel-post-up");
+    assert!(
+        deleted < created && created < patched && patched < post,
+        "{log:?}"
+    );
+    assert_eq!(
+        history(&cluster),
+        [
+            (1, Status::Superseded),
+            (2, Status::Failed),
+            (3, Status::Deployed)
+        ]
+    );
+    let third = record(&cluster, 3);
+    assert_eq!(phase_of(&third, "rel-pre-up"), HookPhase::Succeeded);
+    assert_eq!(phase_of(&third, "rel-post-up"), HookPhase::Succeeded);
+
+    // A failing pre-delete hook stops the uninstall: records and objects stay as they were.
+    next_job(&mut item, &result);
+    item.spec.config = Some(real(json!({
+        "values": {"greeting": "three", "outcomes": {"predel": "Fail"}}
+    })));
+    let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
+    let fourth = history(&cluster);
+    assert_eq!(fourth.last(), Some(&(4, Status::Deployed)));
+    next_job(&mut item, &result);
+    let error = block_on(deployer.delete(DeployRequest::new(&item, None))).unwrap_err();
+    for part in ["pre-delete", "rel-pre-del", "BackoffLimitExceeded"] {
+        assert!(error.message.contains(part), "{part}: {}", error.message);
+    }
+    assert_eq!(history(&cluster), fourth, "records untouched");
+    assert!(cm(&cluster, "rel-cm").is_some());
+}
+
+#[test]
+fn a_failed_pre_install_hook_fails_the_release_and_atomic_uninstalls_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write_hook_chart(dir.path());
+    let cluster = running_cluster();
+    let deployer = deployer(&cluster, dir.path());
+    let values = json!({"values": {"outcomes": {"prea": "Fail"}}});
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item(real(values.clone())), None)))
+        .unwrap_err();
+    assert_eq!(error.operation, "InstallHelmRelease");
+    assert!(
+        error.message.starts_with(
+            "unable to install helm chart release: Release \"rel\" failed: failed pre-install: hook pre-install demo/templates/hooks.yaml failed: "
+        ) && error.message.contains("rel-pre-a")
+            && error.message.contains("BackoffLimitExceeded"),
+        "{}",
+        error.message
+    );
+    assert_eq!(history(&cluster), [(1, Status::Failed)]);
+    let failed = record(&cluster, 1);
+    assert_eq!(
+        failed.info.as_ref().unwrap().description,
+        error
+            .message
+            .trim_start_matches("unable to install helm chart release: ")
+    );
+    assert_eq!(phase_of(&failed, "rel-pre-b"), HookPhase::Succeeded);
+    assert_eq!(phase_of(&failed, "rel-pre-a"), HookPhase::Failed);
+    assert!(cm(&cluster, "rel-cm").is_none(), "no object of the release");
+
+    // With atomic, the failed install is uninstalled.
+    let cluster = running_cluster();
+    let deployer = super::tests::deployer(&cluster, dir.path());
+    let mut config = values;
+    config["helmDeploymentConfig"] = json!({"install": {"atomic": true}});
+    let error =
+        block_on(deployer.reconcile(DeployRequest::new(&item(real(config)), None))).unwrap_err();
+    assert!(
+        error.message.starts_with(
+            "unable to install helm chart release: release rel failed, and has been uninstalled due to atomic being set: failed pre-install: hook pre-install"
+        ),
+        "{}",
+        error.message
+    );
+    assert!(history(&cluster).is_empty(), "no records left");
+}
+
+#[test]
+fn the_hook_timeout_is_the_actions_bounded_by_the_items_deadline() {
+    use super::release::action::{ActionOptions, hook_timeout};
+    use std::time::Duration;
+    let options = ActionOptions {
+        timeout: Duration::from_secs(300),
+        ..Default::default()
+    };
+    assert_eq!(hook_timeout(&options), Duration::from_secs(300));
+    block_on(async {
+        let soon = ActionOptions {
+            deadline: Some(tokio::time::Instant::now() + Duration::from_secs(10)),
+            ..options
+        };
+        let bounded = hook_timeout(&soon);
+        assert!(
+            bounded <= Duration::from_secs(10) && bounded > Duration::from_secs(5),
+            "{bounded:?}"
+        );
+        let later = ActionOptions {
+            deadline: Some(tokio::time::Instant::now() + Duration::from_secs(3600)),
+            ..options
+        };
+        assert_eq!(hook_timeout(&later), Duration::from_secs(300));
+        let passed = ActionOptions {
+            deadline: Some(tokio::time::Instant::now()),
+            ..options
+        };
+        assert_eq!(hook_timeout(&passed), Duration::ZERO);
+    });
+}
+
+#[test]
+fn an_atomic_upgrade_whose_pre_upgrade_hook_fails_is_rolled_back_with_the_rollback_hooks() {
+    let dir = tempfile::tempdir().unwrap();
+    write_hook_chart(dir.path());
+    let cluster = running_cluster();
+    let deployer = deployer(&cluster, dir.path());
+    let mut item = item(real(json!({})));
+    let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
+    next_job(&mut item, &result);
+    item.spec.config = Some(real(json!({
+        "values": {"greeting": "two", "outcomes": {"preup": "Fail"}},
+        "helmDeploymentConfig": {"upgrade": {"atomic": true}},
+    })));
+    cluster.clear_log();
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
+    assert!(
+        error.message.starts_with(
+            "unable to upgrade helm chart release: release rel failed, and has been rolled back due to atomic being set: "
+        ) && error.message.contains("rel-pre-up")
+            && error.message.contains("BackoffLimitExceeded"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        history(&cluster),
+        [
+            (1, Status::Superseded),
+            (2, Status::Failed),
+            (3, Status::Deployed)
+        ]
+    );
+    // The rollback to revision 1 ran revision 1's pre-rollback hook, not its upgrade hooks.
+    let log = cluster.log();
+    assert!(
+        position(&log, "create Job apps/rel-pre-up") < position(&log, "create Job apps/rel-pre-rb"),
+        "{log:?}"
+    );
+    assert!(!log.iter().any(|l| l.contains("rel-post-up")), "{log:?}");
+    let rollback = record(&cluster, 3);
+    assert_eq!(rollback.info.as_ref().unwrap().description, "Rollback to 1");
+    assert_eq!(phase_of(&rollback, "rel-pre-rb"), HookPhase::Succeeded);
+    assert_eq!(phase_of(&rollback, "rel-pre-up"), HookPhase::None);
 }

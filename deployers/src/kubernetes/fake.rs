@@ -25,6 +25,7 @@ struct State {
     log: Vec<String>,
     unreachable: bool,
     discovery_calls: usize,
+    run_workloads: bool,
 }
 
 /// See the module documentation.
@@ -84,6 +85,14 @@ impl FakeCluster {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Jobs and bare Pods finish as soon as they are created (as the test server's simulated
+    /// controllers do, after no delay): `kube-test-server/outcome: Fail` fails them
+    /// (`BackoffLimitExceeded`, phase `Failed`), `Never` leaves them running, anything else
+    /// completes them. Off by default.
+    pub fn set_run_workloads(&self, run: bool) {
+        self.lock().run_workloads = run;
     }
 
     /// Makes every call fail as if the cluster were down (or back up).
@@ -308,6 +317,25 @@ fn ready<'a, T: Send + 'a>(value: T) -> BoxFuture<'a, T> {
     Box::pin(std::future::ready(value))
 }
 
+/// The status of a Job or bare Pod that ran (see [`FakeCluster::set_run_workloads`]).
+fn finished_status(object: &Value) -> Option<Value> {
+    let outcome = object
+        .pointer("/metadata/annotations/kube-test-server~1outcome")
+        .and_then(Value::as_str)
+        .unwrap_or("Complete");
+    match (object["kind"].as_str(), outcome) {
+        (_, "Never") => None,
+        (Some("Job"), "Fail") => Some(serde_json::json!({"failed": 1, "conditions": [{
+            "type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+            "message": "Job has reached the specified backoff limit"}]})),
+        (Some("Job"), _) => Some(serde_json::json!({"succeeded": 1,
+            "conditions": [{"type": "Complete", "status": "True"}]})),
+        (Some("Pod"), "Fail") => Some(serde_json::json!({"phase": "Failed"})),
+        (Some("Pod"), _) => Some(serde_json::json!({"phase": "Succeeded"})),
+        _ => None,
+    }
+}
+
 impl ClusterClient for FakeCluster {
     fn resolve<'a>(
         &'a self,
@@ -355,6 +383,11 @@ impl ClusterClient for FakeCluster {
                     {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts"},
                     {"type": "Established", "status": "True", "reason": "InitialNamesAccepted"},
                 ]);
+            }
+            if state.run_workloads
+                && let Some(status) = finished_status(&stored)
+            {
+                stored["status"] = status;
             }
             state.log.push(format!("create {reference}"));
             state.objects.insert(k, stored.clone());

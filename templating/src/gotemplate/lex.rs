@@ -1,6 +1,8 @@
 //! The lexer of Go's `text/template/parse` (lex.go), state for state: the same items at the
 //! same positions and lines, with the same trim-marker and comment rules and error texts.
 
+use std::rc::Rc;
+
 use super::print;
 use super::value::Value;
 
@@ -47,7 +49,8 @@ pub(crate) enum ItemType {
 pub(crate) struct Item {
     pub typ: ItemType,
     pub pos: usize,
-    pub val: String,
+    /// Shared: the parser's lookahead hands out copies of items (Go copies a string header).
+    pub val: Rc<str>,
     pub line: usize,
 }
 
@@ -59,7 +62,7 @@ impl std::fmt::Display for Item {
             ItemType::Error => f.write_str(&self.val),
             t if t > ItemType::Keyword => write!(f, "<{}>", self.val),
             _ => {
-                let v = [Value::string(self.val.as_str())];
+                let v = [Value::string(self.val.clone())];
                 if self.val.len() > 10 {
                     f.write_str(&print::sprintf("%.10q...", &v))
                 } else {
@@ -218,7 +221,7 @@ impl<'a> Lexer<'a> {
         let i = Item {
             typ: t,
             pos: self.start,
-            val: self.input[self.start..self.pos].to_string(),
+            val: Rc::from(&self.input[self.start..self.pos]),
             line: self.start_line,
         };
         self.start = self.pos;
@@ -266,7 +269,7 @@ impl<'a> Lexer<'a> {
         self.item = Some(Item {
             typ: ItemType::Error,
             pos: self.start,
-            val: msg,
+            val: msg.into(),
             line: self.start_line,
         });
         self.start = 0;
@@ -286,16 +289,19 @@ impl<'a> Lexer<'a> {
         } else {
             State::Text
         };
-        let eof_item = Item {
-            typ: ItemType::Eof,
-            pos: self.pos,
-            val: "EOF".to_string(),
-            line: self.start_line,
-        };
+        // The EOF item is built only when no state emitted one (not once per token).
+        let (eof_pos, eof_line) = (self.pos, self.start_line);
         loop {
             match self.run(state) {
                 Some(s) => state = s,
-                None => return self.item.take().unwrap_or(eof_item),
+                None => {
+                    return self.item.take().unwrap_or_else(|| Item {
+                        typ: ItemType::Eof,
+                        pos: eof_pos,
+                        val: Rc::from("EOF"),
+                        line: eof_line,
+                    });
+                }
             }
         }
     }
@@ -677,7 +683,7 @@ mod tests {
         loop {
             let i = l.next_item();
             let done = matches!(i.typ, ItemType::Eof | ItemType::Error);
-            out.push((i.typ, i.val));
+            out.push((i.typ, i.val.to_string()));
             if done {
                 break;
             }

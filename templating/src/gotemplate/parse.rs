@@ -432,7 +432,7 @@ fn dummy_item() -> Item {
     Item {
         typ: ItemType::Eof,
         pos: 0,
-        val: String::new(),
+        val: Rc::from(""),
         line: 0,
     }
 }
@@ -638,7 +638,7 @@ impl<'a, 'f> Parser<'a, 'f> {
         match token.typ {
             ItemType::Text => Ok(Node::Text(TextNode {
                 pos: token.pos,
-                text: token.val.into_boxed_str(),
+                text: Box::from(&*token.val),
             })),
             ItemType::LeftDelim => {
                 self.st.action_line = token.line;
@@ -717,14 +717,14 @@ impl<'a, 'f> Parser<'a, 'f> {
                         pos: v.pos,
                         ident: v.val.split('.').map(str::to_string).collect(),
                     });
-                    self.st.vars.push(v.val.clone());
-                } else if next.typ == ItemType::Char && next.val == "," {
+                    self.st.vars.push(v.val.to_string());
+                } else if next.typ == ItemType::Char && &*next.val == "," {
                     self.next_non_space();
                     pipe.decl.push(VariableNode {
                         pos: v.pos,
                         ident: v.val.split('.').map(str::to_string).collect(),
                     });
-                    self.st.vars.push(v.val.clone());
+                    self.st.vars.push(v.val.to_string());
                     if context == "range" && pipe.decl.len() < 2 {
                         match self.peek_non_space().typ {
                             ItemType::Variable | ItemType::RightDelim | ItemType::RightParen => {
@@ -1004,7 +1004,7 @@ impl<'a, 'f> Parser<'a, 'f> {
                 }
                 Arg::Identifier {
                     pos: token.pos,
-                    name: token.val,
+                    name: token.val.to_string(),
                 }
             }
             ItemType::Dot => Arg::Dot { pos: token.pos },
@@ -1016,7 +1016,7 @@ impl<'a, 'f> Parser<'a, 'f> {
             },
             ItemType::Bool => Arg::Bool {
                 pos: token.pos,
-                val: token.val == "true",
+                val: &*token.val == "true",
             },
             ItemType::CharConstant | ItemType::Complex | ItemType::Number => {
                 match new_number(token.pos, &token.val, token.typ) {
@@ -1037,7 +1037,7 @@ impl<'a, 'f> Parser<'a, 'f> {
                 Ok(s) => Arg::String {
                     pos: token.pos,
                     text: Rc::from(s),
-                    quoted: token.val,
+                    quoted: token.val.to_string(),
                 },
                 Err(()) => return self.errorf("invalid syntax"),
             },

@@ -11,13 +11,13 @@
 //!            create / patch (three-way) / replace (force) ─► delete what the chart dropped
 //!            (unless `helm.sh/resource-policy: keep`) ─► [post-upgrade hooks] ─►
 //!            previous deployed → superseded, record deployed   (failure: record failed)
-//! uninstall: record uninstalling ─► [pre-delete hooks] ─► delete the manifest's objects in
+//! uninstall: [pre-delete hooks] ─► record uninstalling ─► delete the manifest's objects in
 //!            uninstall order (keep policy honoured) ─► [post-delete hooks] ─► all records
 //!            deleted (Landscaper keeps no history)
 //! ```
 //!
-//! Hooks are stored in the record as Helm stores them; running them is the seam
-//! [`run_hooks`] (the hook runner plugs in there).
+//! Hooks are stored in the record as Helm stores them and run by [`run_hooks`] (the hook
+//! runner of `helm/hooks.rs`); each run hook's `last_run` is written with the record.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +26,7 @@ use serde_json::{Map, Value, json};
 use super::model::{ChartRecord, Hook, Info, Release, Status};
 use super::patch::upgrade_patch;
 use super::storage::{History, Storage, StorageError};
+use crate::helm::hooks::{self, HookError, HookEvent, HookOptions};
 use crate::kubernetes::{ClusterClient, ClusterError, Deletion, ObjectRef};
 
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
@@ -108,6 +109,9 @@ pub enum ActionError {
     /// The operation failed after its record was written (the record says `failed`).
     #[error("{0}")]
     Failed(String),
+    /// A hook of an uninstall failed (Helm records nothing for a failed pre-delete hook).
+    #[error(transparent)]
+    Hook(#[from] HookError),
 }
 
 impl ActionError {
@@ -124,6 +128,7 @@ impl ActionError {
         match self {
             ActionError::Cluster { source, .. } => Some(source),
             ActionError::Storage(s) => s.cluster_error(),
+            ActionError::Hook(h) => h.cluster_error(),
             _ => None,
         }
     }
@@ -217,20 +222,30 @@ impl Plan {
     }
 }
 
-/// The hook seam: runs the release's hooks of `event` (`pre-install`, `post-install`,
-/// `pre-upgrade`, `post-upgrade`, `pre-rollback`, `post-rollback`, `pre-delete`,
-/// `post-delete`) in weight order, waiting for Jobs/Pods within `options.timeout` (and
-/// `options.deadline`), applying their delete policies and setting `last_run` in
-/// `release.hooks` (the caller writes the record afterwards). A failure is answered as an
-/// error; the callers record the release failed with Helm's description. Until the hook
-/// runner (`deployers/src/helm/hooks.rs`) lands, hooks are stored but not run.
+/// Runs the release's hooks of `event` with the hook runner (`helm/hooks.rs`): in weight
+/// order, waiting for Jobs/Pods within [`hook_timeout`], applying their delete policies and
+/// setting `last_run` in `release.hooks` (the caller writes the record afterwards). Test hooks
+/// never run. The error names the hook, its object and the reason; the callers record the
+/// release failed with Helm's description.
 pub async fn run_hooks(
-    _client: &dyn ClusterClient,
-    _release: &mut Release,
-    _event: &str,
-    _options: &ActionOptions,
-) -> Result<(), ActionError> {
-    Ok(())
+    client: &dyn ClusterClient,
+    release: &mut Release,
+    event: HookEvent,
+    options: &ActionOptions,
+) -> Result<(), HookError> {
+    let hook_options = HookOptions::new(&release.namespace, hook_timeout(options));
+    hooks::run_hooks(client, event, &mut release.hooks, &hook_options).await
+}
+
+/// The hooks' `--timeout`: the action's timeout, bounded by what is left of the item's
+/// deadline.
+pub fn hook_timeout(options: &ActionOptions) -> std::time::Duration {
+    match options.deadline {
+        Some(deadline) => options
+            .timeout
+            .min(deadline.saturating_duration_since(tokio::time::Instant::now())),
+        None => options.timeout,
+    }
 }
 
 /// The identity Helm compares objects by (`isMatchingInfo`: group, kind, namespace, name).
@@ -544,6 +559,39 @@ async fn fail(storage: &Storage<'_>, release: &mut Release, description: String)
     ActionError::Failed(description)
 }
 
+/// Install's `failRelease`: the record says `Release "NAME" failed: CAUSE` (with the hooks'
+/// `last_run`); with `atomic` the release is uninstalled (its records removed).
+async fn fail_install(
+    client: &dyn ClusterClient,
+    storage: &Storage<'_>,
+    release: &mut Release,
+    cause: String,
+    options: ActionOptions,
+) -> ActionError {
+    let failure = fail(
+        storage,
+        release,
+        format!("Release {:?} failed: {cause}", release.name),
+    )
+    .await;
+    if !options.atomic {
+        return failure;
+    }
+    let uninstall_options = ActionOptions {
+        wait: false,
+        ..options
+    };
+    match uninstall(client, &release.name, &release.namespace, uninstall_options).await {
+        Ok(_) => ActionError::Failed(format!(
+            "release {} failed, and has been uninstalled due to atomic being set: {cause}",
+            release.name
+        )),
+        Err(e) => ActionError::Failed(format!(
+            "an error occurred while uninstalling the release. original install error: {cause}: {e}"
+        )),
+    }
+}
+
 /// `helm install`: revision 1 of `spec`.
 pub async fn install(
     client: &dyn ClusterClient,
@@ -575,8 +623,9 @@ pub async fn install(
     })?;
     let mut release = new_release(spec, 1, Status::PendingInstall, "Initial install underway");
     storage.create(&release, 0).await?;
-    if let Err(e) = run_hooks(client, &mut release, "pre-install", &options).await {
-        return Err(fail(&storage, &mut release, format!("failed pre-install: {e}")).await);
+    if let Err(e) = run_hooks(client, &mut release, HookEvent::PreInstall, &options).await {
+        let cause = format!("failed pre-install: {e}");
+        return Err(fail_install(client, &storage, &mut release, cause, options).await);
     }
     let mut errors = Vec::new();
     for object in &objects {
@@ -601,28 +650,11 @@ pub async fn install(
     }
     if !errors.is_empty() {
         let cause = errors.join(" && ");
-        let failure = fail(&storage, &mut release, format!("failed: {cause}")).await;
-        if options.atomic {
-            let uninstall_options = ActionOptions {
-                wait: false,
-                ..options
-            };
-            return Err(
-                match uninstall(client, &spec.name, &spec.namespace, uninstall_options).await {
-                    Ok(_) => ActionError::Failed(format!(
-                        "release {} failed, and has been uninstalled due to atomic being set: {cause}",
-                        spec.name
-                    )),
-                    Err(e) => ActionError::Failed(format!(
-                        "an error occurred while uninstalling the release. original install error: {cause}: {e}"
-                    )),
-                },
-            );
-        }
-        return Err(failure);
+        return Err(fail_install(client, &storage, &mut release, cause, options).await);
     }
-    if let Err(e) = run_hooks(client, &mut release, "post-install", &options).await {
-        return Err(fail(&storage, &mut release, format!("failed post-install: {e}")).await);
+    if let Err(e) = run_hooks(client, &mut release, HookEvent::PostInstall, &options).await {
+        let cause = format!("failed post-install: {e}");
+        return Err(fail_install(client, &storage, &mut release, cause, options).await);
     }
     let info = release.info_mut();
     info.status = Status::Deployed;
@@ -881,15 +913,15 @@ async fn revise(
         Revise::Upgrade => (
             Status::PendingUpgrade,
             "Preparing upgrade".to_string(),
-            "pre-upgrade",
-            "post-upgrade",
+            HookEvent::PreUpgrade,
+            HookEvent::PostUpgrade,
             format!("Upgrade {:?} failed", spec.name),
         ),
         Revise::Rollback { to } => (
             Status::PendingRollback,
             format!("Rollback to {to}"),
-            "pre-rollback",
-            "post-rollback",
+            HookEvent::PreRollback,
+            HookEvent::PostRollback,
             format!("Rollback {:?} failed", spec.name),
         ),
     };
@@ -1040,8 +1072,9 @@ pub async fn uninstall(
         info.status = Status::Uninstalling;
         info.deleted = Some(now());
         info.description = "Deletion in progress (or silently failed)".into();
+        // As Helm: a failed pre-delete hook leaves the records as they were.
+        run_hooks(client, &mut release, HookEvent::PreDelete, &options).await?;
         storage.update(&release).await?;
-        run_hooks(client, &mut release, "pre-delete", &options).await?;
         let mut objects = build(client, &release.manifest, namespace, "release", true).await?;
         objects.sort_by_key(|o| uninstall_rank(&o.reference.kind));
         for object in &objects {
@@ -1063,7 +1096,9 @@ pub async fn uninstall(
         {
             errors.push(e);
         }
-        run_hooks(client, &mut release, "post-delete", &options).await?;
+        if let Err(e) = run_hooks(client, &mut release, HookEvent::PostDelete, &options).await {
+            errors.push(e.to_string());
+        }
     }
     for record in &history.releases {
         storage.delete(name, record.version).await?;

@@ -294,7 +294,9 @@ pub struct Lock {
     pub dependencies: Vec<Dependency>,
 }
 
-/// `release.Hook`.
+/// `release.Hook` (`pkg/release/hook.go`): the one hook type of the appliance, read from and
+/// written to release records, built by [`crate::helm::hooks::hooks_from_manifests`] and run by
+/// [`crate::helm::hooks::run_hooks`]. Events and delete policies stay the strings Helm stores.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Hook {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -345,7 +347,21 @@ pub struct HookExecution {
     pub completed_at: Option<jiff::Timestamp>,
     /// `Unknown`, `Running`, `Succeeded`, `Failed`, or `""` before the first run.
     #[serde(default)]
-    pub phase: String,
+    pub phase: HookPhase,
+}
+
+/// `release.HookPhase`; `None` is the zero value (`""`) of a hook that never ran. A phase
+/// this version does not know reads as `Unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum HookPhase {
+    #[default]
+    #[serde(rename = "")]
+    None,
+    Running,
+    Succeeded,
+    Failed,
+    #[serde(other)]
+    Unknown,
 }
 
 /// `helm.sh/helm/v3/pkg/time.Time`: RFC 3339 with nanoseconds, `""` for the zero time.

@@ -84,7 +84,7 @@ fn decodes_a_record_written_by_helm_3_19() {
     assert_eq!(hook.events, ["pre-upgrade", "post-install"]);
     assert_eq!(hook.weight, -5);
     assert_eq!(hook.delete_policies, ["before-hook-creation"]);
-    assert_eq!(hook.last_run.phase, "Succeeded");
+    assert_eq!(hook.last_run.phase, HookPhase::Succeeded);
     assert!(hook.last_run.started_at.is_some());
 }
 

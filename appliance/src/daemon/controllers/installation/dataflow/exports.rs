@@ -142,22 +142,14 @@ pub fn export_objects(
                 ),
             ));
         };
-        let mut annotations = json!({DATA_OBJECT_HASH_ANNOTATION: content_hash(value)});
-        if from_secret {
-            annotations[FROM_SECRET_ANNOTATION] = json!("true");
-        }
-        out.push(json!({
-            "apiVersion": Kind::DataObject.api_version(),
-            "kind": "DataObject",
-            "metadata": {
-                "name": generate_data_object_name(&scope, &e.data_ref),
-                "namespace": ns,
-                "labels": labels(&e.data_ref),
-                "annotations": annotations,
-                "ownerReferences": [owner.clone()],
-            },
-            "data": value,
-        }));
+        out.push(super::imports::owned_data_object(
+            generate_data_object_name(&scope, &e.data_ref),
+            ns,
+            labels(&e.data_ref),
+            &owner,
+            value,
+            from_secret,
+        ));
     }
     for e in inst.spec.target_exports() {
         let Some(value) = exports.get(&e.name) else {

@@ -350,22 +350,14 @@ pub fn import_objects(
         };
         match def.import_type() {
             Some(ImportType::Data) => {
-                let mut annotations = json!({DATA_OBJECT_HASH_ANNOTATION: content_hash(value)});
-                if from_secret {
-                    annotations[FROM_SECRET_ANNOTATION] = json!("true");
-                }
-                out.push(json!({
-                    "apiVersion": Kind::DataObject.api_version(),
-                    "kind": "DataObject",
-                    "metadata": {
-                        "name": generate_data_object_name(&scope, &def.name),
-                        "namespace": ns,
-                        "labels": labels(&def.name),
-                        "annotations": annotations,
-                        "ownerReferences": [owner.clone()],
-                    },
-                    "data": value,
-                }));
+                out.push(owned_data_object(
+                    generate_data_object_name(&scope, &def.name),
+                    ns,
+                    labels(&def.name),
+                    &owner,
+                    value,
+                    from_secret,
+                ));
             }
             Some(ImportType::Target) => {
                 out.push(target_copy(
@@ -418,6 +410,33 @@ fn target_copy(
     })
 }
 
+/// A DataObject owned by an installation (an import copy or an export): Landscaper's hash
+/// annotation, the from-secret mark when its value came from a Secret, the owner reference.
+pub(crate) fn owned_data_object(
+    name: String,
+    namespace: &str,
+    labels: serde_json::Map<String, Value>,
+    owner: &Value,
+    value: &Value,
+    from_secret: bool,
+) -> Value {
+    let mut annotations = json!({DATA_OBJECT_HASH_ANNOTATION: content_hash(value)});
+    if from_secret {
+        annotations[FROM_SECRET_ANNOTATION] = json!("true");
+    }
+    json!({
+        "apiVersion": Kind::DataObject.api_version(),
+        "kind": "DataObject",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [owner],
+        },
+        "data": value,
+    })
+}
 /// SHA-1 hex of the JSON of a value (annotation `data.landscaper.gardener.cloud/hash`).
 pub fn content_hash(value: &Value) -> String {
     use sha1::Digest as _;

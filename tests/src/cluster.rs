@@ -75,6 +75,19 @@ impl Cluster {
         std::fs::read_to_string(&self.kubeconfig_path).expect("kubeconfig written")
     }
 
+    /// The manifest of a kubernetes-cluster Target `cluster` in namespace `e2e` holding this
+    /// cluster's kubeconfig, as the end-to-end tests' installations import it.
+    pub fn target_manifest(&self) -> String {
+        let indented: String = self
+            .kubeconfig()
+            .lines()
+            .map(|l| format!("      {l}\n"))
+            .collect();
+        format!(
+            "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Target\nmetadata:\n  name: cluster\n  namespace: e2e\nspec:\n  type: landscaper.gardener.cloud/kubernetes-cluster\n  config:\n    kubeconfig: |\n{indented}"
+        )
+    }
+
     fn client(&self) -> Client {
         Client::new(&self.url)
             .expect("client for the test cluster")

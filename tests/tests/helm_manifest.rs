@@ -17,26 +17,6 @@ use sha2::{Digest, Sha256};
 const DI_PATH: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/e2e/deployitems";
 const HELM_LABEL: &str = "helm.deployer.landscaper.gardener.cloud/deployitem";
 
-fn target(cluster: &Cluster) -> String {
-    let indented: String = cluster
-        .kubeconfig()
-        .lines()
-        .map(|l| format!("      {l}\n"))
-        .collect();
-    format!(
-        "apiVersion: landscaper.gardener.cloud/v1alpha1
-kind: Target
-metadata:
-  name: cluster
-  namespace: e2e
-spec:
-  type: landscaper.gardener.cloud/kubernetes-cluster
-  config:
-    kubeconfig: |
-{indented}"
-    )
-}
-
 /// The chart: a ConfigMap `<release>-cm` without a namespace (the release namespace is the
 /// default) holding `.Values.greeting`, and a CRD from `crds/`.
 fn write_chart(dir: &Path) {
@@ -185,7 +165,7 @@ fn chart_archive(chart_dir: &Path) -> Option<String> {
 fn a_chart_is_deployed_updated_and_deleted_without_helm_releases() {
     let cluster = Cluster::start("100ms");
     let daemon = Daemon::start();
-    daemon.write("target.yaml", &target(&cluster));
+    daemon.write("target.yaml", &cluster.target_manifest());
     write_chart(&daemon.manifests.join("charts/demo"));
 
     // (a) from the manifests folder.
@@ -400,7 +380,7 @@ fn a_chart_from_an_oci_registry_is_deployed_and_served_from_the_cache_when_it_is
 
     let cluster = Cluster::start("100ms");
     let daemon = Daemon::start();
-    daemon.write("target.yaml", &target(&cluster));
+    daemon.write("target.yaml", &cluster.target_manifest());
     let chart = format!("{{ref: \"127.0.0.1:{}/charts/demo:0.1.0\"}}", registry.port);
     daemon.write("oci.yaml", &installation("oci", &chart, "from-oci"));
     config_map_with(&cluster, &daemon, "oci", "from-oci");
@@ -453,7 +433,7 @@ fn capabilities_and_lookup_come_from_the_target() {
             "data": {"secretValue": "from-the-cluster"}}),
     );
     let daemon = Daemon::start();
-    daemon.write("target.yaml", &target(&cluster));
+    daemon.write("target.yaml", &cluster.target_manifest());
     write_probe_chart(&daemon.manifests.join("charts/probe"));
     daemon.write(
         "probe.yaml",
@@ -568,7 +548,7 @@ fn a_chart_from_a_helm_repository_with_basic_auth_is_deployed() {
 
     let cluster = Cluster::start("100ms");
     let daemon = Daemon::start();
-    daemon.write("target.yaml", &target(&cluster));
+    daemon.write("target.yaml", &cluster.target_manifest());
     // Without credentials the repository refuses: a retried error naming the chart and cause.
     daemon.write("anon.yaml", &installation("anon", &chart, "never"));
     let anon = eventually(
@@ -646,7 +626,7 @@ fn has_code(item: &Value, code: &str) -> bool {
 fn bad_charts_fail_with_clear_errors_and_disturb_nothing_else() {
     let cluster = Cluster::start("100ms");
     let daemon = Daemon::start();
-    daemon.write("target.yaml", &target(&cluster));
+    daemon.write("target.yaml", &cluster.target_manifest());
     write_chart(&daemon.manifests.join("charts/demo"));
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\ndata:\n  greeting: {{ .Values.greeting | quote }}\n";
     write_small_chart(

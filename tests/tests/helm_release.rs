@@ -15,26 +15,6 @@ use serde_json::{Value, json};
 
 const DI_PATH: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/e2e/deployitems";
 
-fn target(cluster: &Cluster) -> String {
-    let indented: String = cluster
-        .kubeconfig()
-        .lines()
-        .map(|l| format!("      {l}\n"))
-        .collect();
-    format!(
-        "apiVersion: landscaper.gardener.cloud/v1alpha1
-kind: Target
-metadata:
-  name: cluster
-  namespace: e2e
-spec:
-  type: landscaper.gardener.cloud/kubernetes-cluster
-  config:
-    kubeconfig: |
-{indented}"
-    )
-}
-
 /// The chart: a ConfigMap `<release>-cm` with `.Values.greeting` and the revision, a
 /// Deployment, NOTES.txt.
 fn write_chart(dir: &Path) {
@@ -231,7 +211,7 @@ fn the_appliances_releases_are_helm_releases() {
         return;
     };
     let daemon = Daemon::start();
-    daemon.write("target.yaml", &target(&cluster));
+    daemon.write("target.yaml", &cluster.target_manifest());
     let chart_dir = daemon.manifests.join("charts/demo");
     write_chart(&chart_dir);
     let chart = chart_dir.to_str().unwrap();
@@ -366,7 +346,7 @@ fn hook_jobs_run_through_the_daemon_and_a_failing_one_is_the_items_error() {
         return;
     };
     let daemon = Daemon::start();
-    daemon.write("target.yaml", &target(&cluster));
+    daemon.write("target.yaml", &cluster.target_manifest());
     let chart_dir = daemon.manifests.join("charts/demo");
     write_chart(&chart_dir);
     write_hooks(&chart_dir);

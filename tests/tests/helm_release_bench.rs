@@ -51,17 +51,6 @@ fn write_chart(dir: &Path) {
     .unwrap();
 }
 
-fn target(cluster: &Cluster) -> String {
-    let indented: String = cluster
-        .kubeconfig()
-        .lines()
-        .map(|l| format!("      {l}\n"))
-        .collect();
-    format!(
-        "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Target\nmetadata:\n  name: cluster\n  namespace: e2e\nspec:\n  type: landscaper.gardener.cloud/kubernetes-cluster\n  config:\n    kubeconfig: |\n{indented}"
-    )
-}
-
 fn installation(name: &str) -> String {
     format!(
         r#"apiVersion: landscaper.gardener.cloud/v1alpha1
@@ -127,7 +116,7 @@ fn bench_100_helm_releases_appliance_and_helm() {
         .filter(|p| p.is_file());
     let cluster = Cluster::start("100ms");
     let daemon = Daemon::start();
-    daemon.write("target.yaml", &target(&cluster));
+    daemon.write("target.yaml", &cluster.target_manifest());
     let chart = daemon.manifests.join("charts/ten");
     write_chart(&chart);
 

@@ -703,6 +703,40 @@ pub fn render_release(
     })
 }
 
+/// What the applier gets for an item of either mode: the provider configuration's update
+/// strategy, readiness checks, exports and deletion groups under the helm deployer's names.
+fn desired<'a>(
+    config: &'a ProviderConfiguration,
+    exports: &'a Exports,
+    manifests: &'a [Manifest],
+) -> Desired<'a> {
+    Desired {
+        manifests,
+        update_strategy: &config.update_strategy,
+        readiness_checks: &config.readiness_checks,
+        exports: Some(exports),
+        deletion_groups: &config.deletion_groups,
+        deletion_groups_during_update: &config.deletion_groups_during_update,
+        naming: &NAMING,
+        default_namespace: Some(&config.namespace),
+    }
+}
+
+/// A succeeded item exports the values read from the render values, then the resources'
+/// exports over them.
+fn with_value_exports(
+    mut result: ReconcileResult,
+    mut values_export: Map<String, Value>,
+) -> ReconcileResult {
+    if result.phase == Some(landscaper_model::Phase::Succeeded) {
+        if let Some(Value::Object(resources)) = result.export.take() {
+            merge_maps(&mut values_export, resources);
+        }
+        result.export = Some(Value::Object(values_export));
+    }
+    result
+}
+
 /// `constructExportsFromValues`: every export without `fromResource`, read with its jsonPath
 /// from the render values.
 pub fn value_exports(exports: &Exports, values: &Value) -> Result<Map<String, Value>, String> {
@@ -802,32 +836,16 @@ impl HelmDeployer {
         let values_export = value_exports(&all_exports, &rendered.render_values).map_err(|e| {
             DeployerError::new("Reconcile", "ConstructExportFromValues", e.to_string())
         })?;
-        let desired = Desired {
-            manifests: &rendered.manifests,
-            update_strategy: &config.update_strategy,
-            readiness_checks: &config.readiness_checks,
-            exports: Some(&all_exports),
-            deletion_groups: &config.deletion_groups,
-            deletion_groups_during_update: &config.deletion_groups_during_update,
-            naming: &NAMING,
-            default_namespace: Some(&config.namespace),
-        };
+        let desired = desired(&config, &all_exports, &rendered.manifests);
         let previous = previous_status(item)?.unwrap_or_else(|| ProviderStatus::new(Vec::new()));
-        let mut result = applier::reconcile(
+        let result = applier::reconcile(
             self.clients.as_ref(),
             request,
             &desired,
             &previous.managed_resources,
         )
         .await?;
-        if result.phase == Some(landscaper_model::Phase::Succeeded) {
-            let mut export = values_export;
-            if let Some(Value::Object(resources)) = result.export.take() {
-                merge_maps(&mut export, resources);
-            }
-            result.export = Some(Value::Object(export));
-        }
-        Ok(result)
+        Ok(with_value_exports(result, values_export))
     }
 
     /// `helmDeployment: true`: install or upgrade the release (Landscaper runs one per job:
@@ -949,27 +967,11 @@ impl HelmDeployer {
         let values_export = value_exports(&all_exports, &render_values).map_err(|e| {
             DeployerError::new("Reconcile", "ConstructExportFromValues", e.to_string())
         })?;
-        let desired = Desired {
-            manifests: &[],
-            update_strategy: &config.update_strategy,
-            readiness_checks: &config.readiness_checks,
-            exports: Some(&all_exports),
-            deletion_groups: &config.deletion_groups,
-            deletion_groups_during_update: &config.deletion_groups_during_update,
-            naming: &NAMING,
-            default_namespace: Some(&config.namespace),
-        };
-        let mut result =
+        let desired = desired(&config, &all_exports, &[]);
+        let result =
             applier::readiness_and_exports(self.clients.as_ref(), request, &desired, &status)
                 .await?;
-        if result.phase == Some(landscaper_model::Phase::Succeeded) {
-            let mut export = values_export;
-            if let Some(Value::Object(resources)) = result.export.take() {
-                merge_maps(&mut export, resources);
-            }
-            result.export = Some(Value::Object(export));
-        }
-        Ok(result)
+        Ok(with_value_exports(result, values_export))
     }
 
     /// `helmDeployment: true` on delete: `helm uninstall` without history; no release is

@@ -772,3 +772,94 @@ subinstallations:
         "{message}"
     );
 }
+
+/// A reader over one `cd://resources/<name>` resource, counting its calls.
+struct OneResource {
+    name: &'static str,
+    content: landscaper_templating::resources::ResourceContent,
+}
+
+impl landscaper_templating::resources::ResourceReader for OneResource {
+    fn resource_key(&self, reference: &str) -> Result<String, String> {
+        if reference == format!("cd://resources/{}", self.name) {
+            Ok(format!("KEY({})", self.name))
+        } else {
+            Err(format!(
+                "resource {reference} not found in example.com/comp:1.0.0"
+            ))
+        }
+    }
+    fn resource_content(
+        &self,
+        reference: &str,
+    ) -> Result<landscaper_templating::resources::ResourceContent, String> {
+        self.resource_key(reference)?;
+        Ok(self.content.clone())
+    }
+}
+
+fn with_reader(media_type: &str, bytes: &[u8]) -> Bindings {
+    let mut b = Bindings::with_imports(obj(json!({"a": {}})));
+    b.resources =
+        landscaper_templating::resources::Resources::new(std::sync::Arc::new(OneResource {
+            name: "myconfig",
+            content: landscaper_templating::resources::ResourceContent {
+                media_type: media_type.into(),
+                bytes: bytes.to_vec(),
+            },
+        }));
+    b
+}
+
+#[test]
+fn resource_key_and_content_come_from_the_reader_in_both_engines() {
+    let go = single_deploy(
+        "deployItems:\n- name: x\n  type: t\n  config:\n    key: {{ getResourceKey `cd://resources/myconfig` }}\n    content: {{ getResourceContent `cd://resources/myconfig` | toJson }}\n",
+    );
+    let b = with_reader("application/yaml", b"type: yaml-config\n");
+    let out = render_deploy_executions(&go, &b).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.deploy_items[0].config,
+        json!({"key": "KEY(myconfig)", "content": "type: yaml-config\n"})
+    );
+    let spiff = Blueprint::from_fs(BlueprintFs::new().with(
+        "blueprint.yaml",
+        r#"apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+deployExecutions:
+- name: s
+  type: Spiff
+  template:
+    deployItems:
+    - name: x
+      type: t
+      config:
+        key: (( getResourceKey("cd://resources/myconfig") ))
+        content: (( getResourceContent("cd://resources/myconfig") ))
+"#,
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    // application/octet-stream is returned base64-encoded.
+    let b = with_reader("application/octet-stream", &[0, 1, 2, 255]);
+    let out = render_deploy_executions(&spiff, &b).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.deploy_items[0].config,
+        json!({"key": "KEY(myconfig)", "content": "AAEC/w=="})
+    );
+}
+
+#[test]
+fn resource_errors_and_missing_reader_fail_the_render() {
+    let go = single_deploy(
+        "deployItems:\n- name: x\n  type: t\n  config:\n    key: {{ getResourceKey `cd://resources/other` }}\n",
+    );
+    let e = render_deploy_executions(&go, &with_reader("text/plain", b"x")).unwrap_err();
+    assert!(
+        e.message
+            .contains("cd://resources/other not found in example.com/comp:1.0.0"),
+        "{e}"
+    );
+    let e =
+        render_deploy_executions(&go, &Bindings::with_imports(obj(json!({"a": {}})))).unwrap_err();
+    assert!(e.message.contains("no component version is defined"), "{e}");
+}

@@ -226,6 +226,7 @@ pub fn run_template(
             let funcs = landscaper_template_funcs(Components {
                 cd: GoValue::from_json(values.get("cd").unwrap_or(&Value::Null)),
                 list: GoValue::from_json(values.get("components").unwrap_or(&Value::Null)),
+                ..Components::default()
             });
             let files = DirFiles::new(&files_root)?;
             let t = Template::parse(&shown, &text, &funcs).map_err(|e| anyhow::anyhow!("{e}"))?;

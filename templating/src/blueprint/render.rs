@@ -69,6 +69,8 @@ pub struct Bindings {
     pub state: BTreeMap<String, Value>,
     /// The budget of each execution (both engines).
     pub budget: RenderBudget,
+    /// Resource bytes for `getResourceKey` and `getResourceContent`.
+    pub resources: crate::resources::Resources,
 }
 
 impl Bindings {
@@ -99,6 +101,7 @@ impl Bindings {
         Components {
             cd: GoValue::from_json(&self.cd),
             list: GoValue::from_json(&self.components),
+            resources: self.resources.clone(),
         }
     }
 }
@@ -480,7 +483,7 @@ impl<'a> Pass<'a> {
             .spiff_functions
             .get_or_insert_with(|| {
                 let null = Value::Null;
-                spiff::landscaper_functions(
+                let mut f = spiff::landscaper_functions(
                     self.values.get("cd").unwrap_or(&null),
                     self.values.get("components").unwrap_or(&null),
                     self.blueprint
@@ -488,7 +491,9 @@ impl<'a> Pass<'a> {
                         .annotations
                         .get(spiff::OCM_SCHEMA_VERSION_ANNOTATION)
                         .map(String::as_str),
-                )
+                );
+                spiff::register_resource_functions(&mut f, self.components.resources.clone());
+                f
             })
             .clone();
         let options = SpiffOptions {

@@ -134,7 +134,12 @@ impl ComponentResolver {
             component.version.clone(),
             resource_name.to_string(),
         );
-        if let Some(found) = self.blueprints.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        if let Some(found) = self
+            .blueprints
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).cloned())
+        {
             return Ok(found);
         }
         let resource = component.resource(resource_name)?;
@@ -221,7 +226,10 @@ impl ComponentResolver {
             .component_version(ctx, &id.component.name, &id.component.version)
             .await?;
         let entry = component.resource(&resource)?;
-        let ty = entry.get("type").and_then(Value::as_str).unwrap_or_default();
+        let ty = entry
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if !content::is_helm_chart_type(ty) {
             return Err(ComponentsFailure::Other(format!(
                 "resource {resource:?} of component version {} has type {ty:?}, not a helm chart (helmChart, helm.io/chart)",
@@ -341,7 +349,10 @@ impl InstallationResources {
 
     /// Runs `f` to completion on a scoped thread of its own, so that it works whether the
     /// caller is a blocking worker, a plain thread or (by mistake) an async worker.
-    fn block_on<T: Send>(&self, f: impl std::future::Future<Output = T> + Send) -> Result<T, String> {
+    fn block_on<T: Send>(
+        &self,
+        f: impl std::future::Future<Output = T> + Send,
+    ) -> Result<T, String> {
         std::thread::scope(|scope| {
             scope
                 .spawn(|| self.handle.block_on(f))
@@ -435,8 +446,10 @@ mod tests {
             }
         );
         assert_eq!(
-            ResourcePath::parse("resource:\n  name: myconfig\nreferencePath:\n- name: leaf-reference\n")
-                .unwrap(),
+            ResourcePath::parse(
+                "resource:\n  name: myconfig\nreferencePath:\n- name: leaf-reference\n"
+            )
+            .unwrap(),
             ResourcePath {
                 references: vec!["leaf-reference".into()],
                 resource: "myconfig".into()

@@ -354,11 +354,7 @@ fn validate_v2(v2: &Value, origin: &str, schema: SchemaVersion) -> Result<(), Co
         .enumerate()
     {
         for key in ["name", "componentName", "version"] {
-            if !r
-                .get(key)
-                .and_then(Value::as_str)
-                .is_some_and(|s| !s.is_empty())
-            {
+            if r.get(key).and_then(Value::as_str).is_none_or(str::is_empty) {
                 return Err(ComponentError::invalid(
                     origin,
                     format!("component reference {i}: {key} is required"),

@@ -14,6 +14,9 @@ pub mod content;
 pub mod context;
 pub mod descriptor;
 mod error;
+pub mod files;
+pub mod ocm;
+mod registry;
 pub mod testing;
 pub mod uri;
 

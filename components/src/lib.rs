@@ -16,7 +16,7 @@ pub mod descriptor;
 mod error;
 pub mod files;
 pub mod ocm;
-mod registry;
+pub mod registry;
 pub mod testing;
 pub mod uri;
 

@@ -130,6 +130,12 @@ impl<'c> Session<'c> {
             .session
             .manifest_bytes(reference, MANIFEST_ACCEPT)
             .await?;
+        // Only what parses as a manifest or index is kept (a garbage answer must not stick
+        // to the tag).
+        ocm::parse_oci_document(&raw.bytes).map_err(|detail| SourceError::InvalidResponse {
+            what: format!("{}:{reference}", self.name),
+            detail,
+        })?;
         if let Some(cache) = &cache {
             let stored = cache.put_blob(&raw.bytes);
             if stored.is_ok() && !by_digest {

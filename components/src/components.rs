@@ -1,7 +1,7 @@
 //! The real [`ComponentSource`]: archives from the manifests folder first (a mirror), then the
 //! context's own repository; everything verified by digest and cached.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
@@ -76,6 +76,8 @@ pub struct Components {
     pub(crate) config: ComponentsConfig,
     archives: RwLock<Vec<PathBuf>>,
     opened: Mutex<BTreeMap<PathBuf, (Stamp, Opened)>>,
+    /// Cache digests read for a component version (by its manifest digest), for pinning.
+    blobs: Mutex<BTreeMap<String, BTreeSet<String>>>,
 }
 
 fn stamp(path: &Path) -> Stamp {
@@ -90,6 +92,45 @@ impl Components {
             config,
             archives: RwLock::new(Vec::new()),
             opened: Mutex::new(BTreeMap::new()),
+            blobs: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub(crate) fn record_blobs(&self, manifest_digest: &str, digests: Vec<String>) {
+        if let Ok(mut map) = self.blobs.lock() {
+            map.entry(manifest_digest.to_string())
+                .or_default()
+                .extend(digests);
+        }
+    }
+
+    pub(crate) fn record_resource_blobs(&self, cv: &ComponentVersion, digests: Vec<String>) {
+        if let Some(d) = &cv.manifest_digest {
+            self.record_blobs(d, digests);
+        }
+    }
+
+    /// Pins everything cached for these component versions (manifests, descriptors and the
+    /// resources read so far) for `owner` (e.g. an installation), replacing its earlier pins.
+    pub fn pin(&self, owner: &str, components: &[Arc<ComponentVersion>]) {
+        let Some(cache) = &self.config.cache else {
+            return;
+        };
+        let map = self.blobs.lock().map(|m| m.clone()).unwrap_or_default();
+        let mut digests = BTreeSet::new();
+        for cv in components {
+            if let Some(d) = &cv.manifest_digest {
+                digests.insert(d.clone());
+                digests.extend(map.get(d).into_iter().flatten().cloned());
+            }
+        }
+        cache.set_pins(owner, digests);
+    }
+
+    /// Releases the pins of `owner`.
+    pub fn unpin(&self, owner: &str) {
+        if let Some(cache) = &self.config.cache {
+            cache.clear_pins(owner);
         }
     }
 

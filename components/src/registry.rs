@@ -72,6 +72,8 @@ struct Session<'c> {
     session: RegistrySession<'c>,
     /// `registry/repository`, the cache key prefix.
     name: String,
+    /// Digests of the manifests and blobs read (for pinning).
+    touched: Vec<String>,
 }
 
 impl<'c> Session<'c> {
@@ -95,6 +97,7 @@ impl<'c> Session<'c> {
             components,
             session,
             name,
+            touched: Vec::new(),
         })
     }
 
@@ -120,6 +123,7 @@ impl<'c> Session<'c> {
             if let Some(digest) = digest
                 && let Some(bytes) = cache.get_blob(&digest)
             {
+                self.touched.push(digest.clone());
                 return Ok((digest, bytes));
             }
         }
@@ -142,11 +146,13 @@ impl<'c> Session<'c> {
                 let _ = cache.put_ref(&ref_key, &raw.digest);
             }
         }
+        self.touched.push(raw.digest.clone());
         Ok((raw.digest, raw.bytes))
     }
 
     /// A blob by digest (verified), through the cache.
     async fn blob(&mut self, layer: &ocm::Layer) -> Result<Vec<u8>, SourceError> {
+        self.touched.push(layer.digest.clone());
         let cache = self.components.config.cache.clone();
         if let Some(cache) = &cache
             && let Some(bytes) = cache.get_blob(&layer.digest)
@@ -325,6 +331,7 @@ pub(crate) async fn component_version(
             ),
         ));
     }
+    components.record_blobs(&digest, std::mem::take(&mut session.touched));
     cv.manifest_digest = Some(digest);
     Ok(cv)
 }
@@ -378,10 +385,9 @@ pub(crate) async fn resource(
             ]
             .contains(&media_type);
             if nested && !reference_text.contains(',') {
-                return session
-                    .artifact_set(reference_text)
-                    .await
-                    .map_err(|e| map_source_error(s, e));
+                let set = session.artifact_set(reference_text).await;
+                components.record_resource_blobs(cv, std::mem::take(&mut session.touched));
+                return set.map_err(|e| map_source_error(s, e));
             }
             let mut out = Vec::new();
             for part in reference_text.split(',') {
@@ -397,6 +403,7 @@ pub(crate) async fn resource(
                         .map_err(|e| map_source_error(s, e))?,
                 );
             }
+            components.record_resource_blobs(cv, session.touched);
             Ok(Artifact::new(media_type, out))
         }
         "ociartifact" | "ociregistry" | "ociimage" | "relativeocireference" => {
@@ -432,10 +439,9 @@ pub(crate) async fn resource(
                 .unwrap_or_default();
             let mut session = Session::new(components, reference, insecure)
                 .map_err(|e| map_source_error(s, e))?;
-            session
-                .artifact_set(&at)
-                .await
-                .map_err(|e| map_source_error(s, e))
+            let set = session.artifact_set(&at).await;
+            components.record_resource_blobs(cv, session.touched);
+            set.map_err(|e| map_source_error(s, e))
         }
         "helm" => helm_resource(components, cv, resource_name, &access).await,
         _ => Err(content_err(format!("unsupported access type {ty:?}"))),
@@ -472,8 +478,9 @@ async fn helm_resource(
     let key = format!("ocm-helm:{repo}|{name}|{version}");
     let cache = components.config.cache.clone();
     if let Some(cache) = &cache
-        && let Some((_, bytes)) = cache.get_by_key(&key)
+        && let Some((digest, bytes)) = cache.get_by_key(&key)
     {
+        components.record_resource_blobs(cv, vec![digest]);
         return Ok(Artifact::new(media_type, bytes));
     }
     if components.config.offline {
@@ -511,8 +518,10 @@ async fn helm_resource(
     let landscaper_sources::ChartContent::Archive(bytes) = fetched.content else {
         return Err(content_err("helm repository returned no archive".into()));
     };
-    if let Some(cache) = &cache {
-        let _ = cache.put_with_keys(&bytes, &[key]);
+    if let Some(cache) = &cache
+        && let Ok(digest) = cache.put_with_keys(&bytes, &[key])
+    {
+        components.record_resource_blobs(cv, vec![digest]);
     }
     Ok(Artifact::new(media_type, bytes))
 }

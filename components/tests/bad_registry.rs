@@ -192,3 +192,46 @@ async fn bad_registry_answers_give_clear_errors_and_nothing_unverified_is_cached
     assert!(matches!(err, ComponentError::NotFound { .. }), "{err}");
     assert!(err.to_string().contains("example.com/bad:2.0.0"), "{err}");
 }
+
+#[tokio::test]
+async fn pinned_component_versions_survive_cache_eviction() {
+    let (port, fake) = start().await;
+    let set = |m: &'static str| *fake.mode.lock().expect("lock") = m;
+    let ctx = RepositoryContext::parse(
+        &serde_json::json!({"type": "OCIRegistry", "baseUrl": format!("127.0.0.1:{port}")}),
+    )
+    .expect("ctx");
+    let dir = tempfile::tempdir().expect("tmp");
+    // Room for the component (manifest, config, descriptor tar, blob: about 4 KiB) only.
+    let cache = Arc::new(ChartCache::open(dir.path(), 6000).expect("cache"));
+    let c = components(&cache);
+    let cv = c.component_version(&ctx, NAME, "1.0.0").await.expect("cv");
+    c.resource(&cv, "greeting").await.expect("blob");
+    c.pin("installation default/a", std::slice::from_ref(&cv));
+    // Something else fills the cache; eviction must spare the pinned entries.
+    let filler = vec![7u8; 4000];
+    cache.put_blob(&filler).expect("filler");
+    cache.put_blob(&vec![8u8; 4000]).expect("filler 2");
+    set("500");
+    let again = components(&cache);
+    let cv = again
+        .component_version(&ctx, NAME, "1.0.0")
+        .await
+        .expect("from the cache");
+    assert_eq!(
+        &again
+            .resource(&cv, "greeting")
+            .await
+            .expect("from the cache")
+            .bytes[..],
+        BLOB
+    );
+    // Unpinned, the same pressure evicts them.
+    c.unpin("installation default/a");
+    cache.put_blob(&vec![9u8; 5000]).expect("filler 3");
+    let err = components(&cache)
+        .component_version(&ctx, NAME, "1.0.0")
+        .await
+        .expect_err("evicted, registry failing");
+    assert!(err.is_retryable(), "{err}");
+}

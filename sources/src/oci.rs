@@ -640,7 +640,8 @@ impl<'a> RegistrySession<'a> {
         accept: Option<&str>,
         max_bytes: u64,
     ) -> Result<HttpResponse, SourceError> {
-        self.request(what, "GET", url, accept, max_bytes, None).await
+        self.request(what, "GET", url, accept, max_bytes, None)
+            .await
     }
 
     async fn bearer_token(&self, what: &str, challenge: &Challenge) -> Result<String, SourceError> {

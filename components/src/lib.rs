@@ -15,6 +15,8 @@ pub mod context;
 pub mod descriptor;
 mod error;
 pub mod files;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ocm;
 pub mod registry;
 pub mod testing;

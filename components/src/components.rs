@@ -1,14 +1,18 @@
 //! The real [`ComponentSource`]: archives from the manifests folder first (a mirror), then the
 //! context's own repository; everything verified by digest and cached.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
 
 use landscaper_sources::http::HttpTransport;
 use landscaper_sources::{ChartCache, SecretData};
 
+use crate::files::{ComponentArchive, Ctf, LocalRepository, archive_kind};
 use crate::{
     Artifact, BoxFuture, ComponentError, ComponentSource, ComponentVersion, RepositoryContext,
+    RepositoryKind,
 };
 
 /// What [`Components`] needs.
@@ -20,8 +24,9 @@ pub struct ComponentsConfig {
     /// Cache and archives only; no registry requests.
     pub offline: bool,
     pub transport: Arc<dyn HttpTransport>,
-    /// The root of `local` repositories' `filePath` (Landscaper's `registry.local.rootPath`);
-    /// without it `local` contexts are refused.
+    /// The root that `local`, CTF and component-archive contexts' relative `filePath`s are
+    /// resolved against (Landscaper's `registry.local.rootPath`); without it such contexts
+    /// are refused. Paths leaving the root are refused.
     pub local_root: Option<PathBuf>,
     /// Limits of one registry request.
     pub request_timeout: std::time::Duration,
@@ -50,9 +55,35 @@ pub struct ArchiveEntry {
     pub resources: usize,
 }
 
+/// An opened archive, reused while the file is unchanged.
+enum Opened {
+    Ctf(Arc<Ctf>),
+    Archive(Arc<ComponentArchive>),
+}
+
+impl Clone for Opened {
+    fn clone(&self) -> Self {
+        match self {
+            Opened::Ctf(c) => Opened::Ctf(c.clone()),
+            Opened::Archive(a) => Opened::Archive(a.clone()),
+        }
+    }
+}
+
+type Stamp = (Option<SystemTime>, u64);
+
 pub struct Components {
-    config: ComponentsConfig,
+    pub(crate) config: ComponentsConfig,
     archives: RwLock<Vec<PathBuf>>,
+    opened: Mutex<BTreeMap<PathBuf, (Stamp, Opened)>>,
+    /// Cache digests read for a component version (by its manifest digest), for pinning.
+    blobs: Mutex<BTreeMap<String, BTreeSet<String>>>,
+}
+
+fn stamp(path: &Path) -> Stamp {
+    std::fs::metadata(path)
+        .map(|m| (m.modified().ok(), m.len()))
+        .unwrap_or((None, 0))
 }
 
 impl Components {
@@ -60,6 +91,46 @@ impl Components {
         Components {
             config,
             archives: RwLock::new(Vec::new()),
+            opened: Mutex::new(BTreeMap::new()),
+            blobs: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub(crate) fn record_blobs(&self, manifest_digest: &str, digests: Vec<String>) {
+        if let Ok(mut map) = self.blobs.lock() {
+            map.entry(manifest_digest.to_string())
+                .or_default()
+                .extend(digests);
+        }
+    }
+
+    pub(crate) fn record_resource_blobs(&self, cv: &ComponentVersion, digests: Vec<String>) {
+        if let Some(d) = &cv.manifest_digest {
+            self.record_blobs(d, digests);
+        }
+    }
+
+    /// Pins everything cached for these component versions (manifests, descriptors and the
+    /// resources read so far) for `owner` (e.g. an installation), replacing its earlier pins.
+    pub fn pin(&self, owner: &str, components: &[Arc<ComponentVersion>]) {
+        let Some(cache) = &self.config.cache else {
+            return;
+        };
+        let map = self.blobs.lock().map(|m| m.clone()).unwrap_or_default();
+        let mut digests = BTreeSet::new();
+        for cv in components {
+            if let Some(d) = &cv.manifest_digest {
+                digests.insert(d.clone());
+                digests.extend(map.get(d).into_iter().flatten().cloned());
+            }
+        }
+        cache.set_pins(owner, digests);
+    }
+
+    /// Releases the pins of `owner`.
+    pub fn unpin(&self, owner: &str) {
+        if let Some(cache) = &self.config.cache {
+            cache.clear_pins(owner);
         }
     }
 
@@ -70,14 +141,189 @@ impl Components {
         }
     }
 
-    /// What an archive holds.
+    /// What an archive (CTF or component archive) holds.
     pub fn describe_archive(path: &Path) -> Result<Vec<ArchiveEntry>, ComponentError> {
-        Err(ComponentError::archive(path, "not yet implemented"))
+        match archive_kind(path) {
+            Some(RepositoryKind::Ctf { .. }) => Ok(Ctf::open(path)?.describe()),
+            Some(RepositoryKind::ComponentArchive { .. }) => {
+                ComponentArchive::open(path)?.describe()
+            }
+            _ => Err(ComponentError::archive(
+                path,
+                "neither a CTF (artifact-index.json) nor a component archive (component-descriptor.yaml)",
+            )),
+        }
     }
 
-    #[allow(dead_code)]
-    fn config(&self) -> &ComponentsConfig {
-        &self.config
+    fn open(&self, path: &Path, ctf: bool) -> Result<Opened, ComponentError> {
+        let s = stamp(path);
+        if let Ok(map) = self.opened.lock()
+            && let Some((old, opened)) = map.get(path)
+            && *old == s
+        {
+            return Ok(opened.clone());
+        }
+        let opened = if ctf {
+            Opened::Ctf(Arc::new(Ctf::open(path)?))
+        } else {
+            Opened::Archive(Arc::new(ComponentArchive::open(path)?))
+        };
+        if let Ok(mut map) = self.opened.lock() {
+            map.insert(path.to_path_buf(), (s, opened.clone()));
+        }
+        Ok(opened)
+    }
+
+    /// A context's `filePath` below the local root.
+    fn resolve_file(
+        &self,
+        file_path: &Path,
+        ctx: &RepositoryContext,
+    ) -> Result<PathBuf, ComponentError> {
+        let root = self.config.local_root.as_ref().ok_or_else(|| {
+            ComponentError::InvalidRepositoryContext {
+                reason: format!(
+                    "{}: file repositories are not enabled (no local root configured)",
+                    ctx.describe()
+                ),
+            }
+        })?;
+        if file_path.is_absolute()
+            || file_path
+                .components()
+                .any(|c| matches!(c, Component::ParentDir))
+        {
+            return Err(ComponentError::InvalidRepositoryContext {
+                reason: format!(
+                    "{}: filePath must stay below the local root",
+                    ctx.describe()
+                ),
+            });
+        }
+        Ok(root.join(file_path))
+    }
+
+    /// The archives from the manifests folder, in order.
+    fn registered(&self) -> Vec<PathBuf> {
+        self.archives.read().map(|a| a.clone()).unwrap_or_default()
+    }
+
+    /// Looks `name:version` up in the registered archives (the mirror).
+    fn lookup_archives(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> Result<Option<ComponentVersion>, ComponentError> {
+        for path in self.registered() {
+            let found = match archive_kind(&path) {
+                Some(RepositoryKind::Ctf { .. }) => match self.open(&path, true)? {
+                    Opened::Ctf(c) => c.component_version(name, version),
+                    Opened::Archive(_) => continue,
+                },
+                Some(RepositoryKind::ComponentArchive { .. }) => match self.open(&path, false)? {
+                    Opened::Archive(a) => a.component_version(name, version),
+                    Opened::Ctf(_) => continue,
+                },
+                _ => continue,
+            };
+            match found {
+                Ok(cv) => return Ok(Some(cv)),
+                Err(ComponentError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    async fn lookup(
+        &self,
+        ctx: &RepositoryContext,
+        name: &str,
+        version: &str,
+    ) -> Result<ComponentVersion, ComponentError> {
+        if let Some(cv) = self.lookup_archives(name, version)? {
+            return Ok(cv);
+        }
+        match &ctx.kind {
+            RepositoryKind::Local { file_path } => {
+                let root = self.resolve_file(file_path, ctx)?;
+                LocalRepository::new(root, ctx.clone()).component_version(name, version)
+            }
+            RepositoryKind::Ctf { file_path } => {
+                let path = self.resolve_file(file_path, ctx)?;
+                match self.open(&path, true)? {
+                    Opened::Ctf(c) => c.component_version(name, version).map(|mut cv| {
+                        cv.repository_context = ctx.clone();
+                        cv
+                    }),
+                    Opened::Archive(_) => Err(ComponentError::archive(&path, "not a CTF")),
+                }
+            }
+            RepositoryKind::ComponentArchive { file_path } => {
+                let path = self.resolve_file(file_path, ctx)?;
+                match self.open(&path, false)? {
+                    Opened::Archive(a) => a.component_version(name, version).map(|mut cv| {
+                        cv.repository_context = ctx.clone();
+                        cv
+                    }),
+                    Opened::Ctf(_) => {
+                        Err(ComponentError::archive(&path, "not a component archive"))
+                    }
+                }
+            }
+            RepositoryKind::Oci { .. } => {
+                crate::registry::component_version(self, ctx, name, version).await
+            }
+        }
+    }
+
+    async fn read_resource(
+        &self,
+        cv: &ComponentVersion,
+        resource_name: &str,
+    ) -> Result<Artifact, ComponentError> {
+        let ctx = &cv.repository_context;
+        // Found in a registered archive (its context names the archive's absolute path)?
+        let registered = self.registered();
+        match &ctx.kind {
+            RepositoryKind::Ctf { file_path } => {
+                let path = if registered.contains(file_path) {
+                    file_path.clone()
+                } else {
+                    self.resolve_file(file_path, ctx)?
+                };
+                match self.open(&path, true)? {
+                    Opened::Ctf(c) => match c.resource(cv, resource_name) {
+                        // An external artifact not mirrored in the CTF: from its registry.
+                        Err(ComponentError::Content { reason, .. })
+                            if reason.contains("is not in the CTF") && !self.config.offline =>
+                        {
+                            crate::registry::resource(self, cv, resource_name).await
+                        }
+                        other => other,
+                    },
+                    Opened::Archive(_) => Err(ComponentError::archive(&path, "not a CTF")),
+                }
+            }
+            RepositoryKind::ComponentArchive { file_path } => {
+                let path = if registered.contains(file_path) {
+                    file_path.clone()
+                } else {
+                    self.resolve_file(file_path, ctx)?
+                };
+                match self.open(&path, false)? {
+                    Opened::Archive(a) => a.resource(cv, resource_name),
+                    Opened::Ctf(_) => {
+                        Err(ComponentError::archive(&path, "not a component archive"))
+                    }
+                }
+            }
+            RepositoryKind::Local { file_path } => {
+                let root = self.resolve_file(file_path, ctx)?;
+                LocalRepository::new(root, ctx.clone()).resource(cv, resource_name)
+            }
+            RepositoryKind::Oci { .. } => crate::registry::resource(self, cv, resource_name).await,
+        }
     }
 }
 
@@ -85,22 +331,17 @@ impl ComponentSource for Components {
     fn component_version<'a>(
         &'a self,
         ctx: &'a RepositoryContext,
-        _name: &'a str,
-        _version: &'a str,
+        name: &'a str,
+        version: &'a str,
     ) -> BoxFuture<'a, Result<Arc<ComponentVersion>, ComponentError>> {
-        Box::pin(async move { Err(ComponentError::repo(ctx.describe(), "not yet implemented")) })
+        Box::pin(async move { self.lookup(ctx, name, version).await.map(Arc::new) })
     }
 
     fn resource<'a>(
         &'a self,
         component: &'a ComponentVersion,
-        _resource_name: &'a str,
+        resource_name: &'a str,
     ) -> BoxFuture<'a, Result<Artifact, ComponentError>> {
-        Box::pin(async move {
-            Err(ComponentError::repo(
-                component.repository_context.describe(),
-                "not yet implemented",
-            ))
-        })
+        Box::pin(async move { self.read_resource(component, resource_name).await })
     }
 }

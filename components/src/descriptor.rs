@@ -129,19 +129,25 @@ fn schema_of(value: &Value, origin: &str) -> Result<SchemaVersion, ComponentErro
     }
 }
 
-/// The v2 provider string of a v3 provider object (`{name}` → name; with labels → JSON).
+/// The v2 provider string of a v3 provider object (`{name}` → name; with labels → JSON
+/// `{"name":…,"labels":…}` in the field order Go's encoder writes).
 fn provider_to_v2(provider: &Value) -> Value {
     match provider {
         Value::Object(map) => {
-            let has_labels = map
+            let name = map
+                .get("name")
+                .cloned()
+                .unwrap_or(Value::String(String::new()));
+            match map
                 .get("labels")
-                .is_some_and(|l| l.as_array().is_some_and(|a| !a.is_empty()));
-            if has_labels {
-                Value::String(serde_json::to_string(provider).unwrap_or_default())
-            } else {
-                map.get("name")
-                    .cloned()
-                    .unwrap_or(Value::String(String::new()))
+                .filter(|l| l.as_array().is_some_and(|a| !a.is_empty()))
+            {
+                Some(labels) => Value::String(format!(
+                    "{{\"name\":{},\"labels\":{}}}",
+                    serde_json::to_string(&name).unwrap_or_default(),
+                    serde_json::to_string(labels).unwrap_or_default()
+                )),
+                None => name,
             }
         }
         other => other.clone(),
@@ -240,6 +246,11 @@ fn normalize_v2(v2: &Value, origin: &str) -> Result<Value, ComponentError> {
         let value = list_or_empty(get_ci(component, key), origin, &format!("component.{key}"))?;
         c.retain(|k, _| !k.eq_ignore_ascii_case(key));
         c.insert(key.to_string(), value);
+    }
+    // Landscaper re-encodes through OCM's internal model: a JSON provider string comes back
+    // canonical (`{"name":…,"labels":…}`), a plain one unchanged.
+    if let Some(p) = c.get("provider").cloned() {
+        c.insert("provider".into(), provider_to_v2(&provider_to_v3(&p)));
     }
     let mut out = v2.as_object().cloned().unwrap_or_default();
     out.insert("meta".into(), json!({"schemaVersion": "v2"}));
@@ -354,11 +365,7 @@ fn validate_v2(v2: &Value, origin: &str, schema: SchemaVersion) -> Result<(), Co
         .enumerate()
     {
         for key in ["name", "componentName", "version"] {
-            if !r
-                .get(key)
-                .and_then(Value::as_str)
-                .is_some_and(|s| !s.is_empty())
-            {
+            if r.get(key).and_then(Value::as_str).is_none_or(str::is_empty) {
                 return Err(ComponentError::invalid(
                     origin,
                     format!("component reference {i}: {key} is required"),

@@ -14,6 +14,11 @@ pub mod content;
 pub mod context;
 pub mod descriptor;
 mod error;
+pub mod files;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod ocm;
+pub mod registry;
 pub mod testing;
 pub mod uri;
 

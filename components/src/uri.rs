@@ -30,7 +30,7 @@ impl CdUri {
             .strip_prefix("cd://")
             .ok_or_else(|| err("the scheme must be cd://"))?;
         let parts: Vec<&str> = rest.split('/').collect();
-        if parts.len() % 2 != 0 {
+        if !parts.len().is_multiple_of(2) {
             return Err(err("expected keyword/value pairs"));
         }
         let mut references = Vec::new();

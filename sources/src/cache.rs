@@ -47,6 +47,8 @@ pub struct ChartCache {
     root: PathBuf,
     max_bytes: u64,
     counter: AtomicU64,
+    /// Digests (hex) pinned against eviction, by owner (e.g. an installation).
+    pins: std::sync::Mutex<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>>,
 }
 
 impl ChartCache {
@@ -69,11 +71,43 @@ impl ChartCache {
             root,
             max_bytes,
             counter: AtomicU64::new(0),
+            pins: Default::default(),
         })
     }
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Pins `digests` (`sha256:<hex>`) for `owner` against eviction, replacing the owner's
+    /// earlier pins (in memory: pins end with the process, as the references do).
+    pub fn set_pins(&self, owner: &str, digests: impl IntoIterator<Item = String>) {
+        let set: std::collections::BTreeSet<String> = digests
+            .into_iter()
+            .filter(|d| valid_sha256_digest(d))
+            .map(|d| d["sha256:".len()..].to_string())
+            .collect();
+        if let Ok(mut pins) = self.pins.lock() {
+            if set.is_empty() {
+                pins.remove(owner);
+            } else {
+                pins.insert(owner.to_string(), set);
+            }
+        }
+    }
+
+    /// Releases the pins of `owner`.
+    pub fn clear_pins(&self, owner: &str) {
+        if let Ok(mut pins) = self.pins.lock() {
+            pins.remove(owner);
+        }
+    }
+
+    fn pinned(&self) -> std::collections::BTreeSet<String> {
+        self.pins
+            .lock()
+            .map(|p| p.values().flatten().cloned().collect())
+            .unwrap_or_default()
     }
 
     fn blob_path(&self, digest: &str) -> Option<PathBuf> {
@@ -221,12 +255,17 @@ impl ChartCache {
         }
         blobs.sort_by_key(|(time, _, _)| *time);
         let keep_name = keep.strip_prefix("sha256:").unwrap_or(keep);
+        let pinned = self.pinned();
         let mut removed = false;
         for (_, len, path) in blobs {
             if total <= self.max_bytes {
                 break;
             }
-            if path.file_name().and_then(|n| n.to_str()) == Some(keep_name) {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if name == keep_name || pinned.contains(name) {
                 continue;
             }
             if fs::remove_file(&path).is_ok() {
@@ -291,6 +330,27 @@ mod tests {
         );
         assert_eq!(cache.get_blob(&digest), Some(b"chart bytes".to_vec()));
         assert_eq!(cache.get_by_key("oci:reg/app:2.0"), None);
+    }
+
+    #[test]
+    fn pinned_blobs_survive_eviction() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = ChartCache::open(dir.path(), 10).expect("open");
+        let old = cache.put_blob(b"0123456").expect("put");
+        set_age(&cache, &old, 100);
+        cache.set_pins("installation a", [old.clone()]);
+        let new = cache.put_blob(b"abcdefg").expect("put");
+        assert_eq!(cache.get_blob(&old), Some(b"0123456".to_vec()), "pinned");
+        assert_eq!(
+            cache.get_blob(&new),
+            Some(b"abcdefg".to_vec()),
+            "just written"
+        );
+        cache.clear_pins("installation a");
+        set_age(&cache, &old, 100);
+        let third = cache.put_blob(b"xyz1234").expect("put");
+        assert_eq!(cache.get_blob(&old), None, "evicted once unpinned");
+        assert!(cache.get_blob(&third).is_some());
     }
 
     #[test]

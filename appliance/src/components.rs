@@ -9,12 +9,50 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use landscaper_components::{
-    ComponentError, ComponentSource, ComponentVersion, Overwrites, RepositoryContext,
-    ResolvedComponents, SchemaVersion, content, resolve_transitive, uri,
+    ComponentError, ComponentSource, ComponentVersion, Components, ComponentsConfig, Overwrites,
+    RepositoryContext, ResolvedComponents, SchemaVersion, content, resolve_transitive, uri,
 };
 use landscaper_templating::blueprint::{Bindings, Blueprint, BlueprintFs};
 use landscaper_templating::resources::{ResourceContent, ResourceReader, Resources};
 use serde_json::Value;
+
+/// The appliance's component repositories: the shared cache `<data>/chart-cache`, archives
+/// of the manifests folder (set by the ingest), `local`/CTF file contexts below the manifests
+/// folder; `offline`: cache and archives only.
+pub fn build(
+    data_dir: &std::path::Path,
+    manifests_dir: &std::path::Path,
+    offline: bool,
+) -> (Arc<Components>, Arc<ComponentResolver>) {
+    let cache_dir = data_dir.join("chart-cache");
+    // TODO(OCM-API CHANGE): share the helm deployer's ChartCache instance once sources offers
+    // `ChartSources::with_shared_cache`; the same directory is opened twice meanwhile.
+    let cache = match landscaper_sources::ChartCache::open(
+        &cache_dir,
+        landscaper_sources::cache::DEFAULT_CACHE_MAX_BYTES,
+    ) {
+        Ok(c) => Some(Arc::new(c)),
+        Err(e) => {
+            tracing::warn!(dir = %cache_dir.display(), error = %e, "artifact cache unusable; component versions are not cached on disk");
+            None
+        }
+    };
+    let mut config =
+        ComponentsConfig::new(Arc::new(landscaper_sources::http::HyperTransport::new()));
+    config.cache = cache;
+    config.offline = offline;
+    config.local_root = Some(manifests_dir.to_path_buf());
+    let components = Arc::new(Components::new(config));
+    let resolver = Arc::new(ComponentResolver::new(components.clone()));
+    (components, resolver)
+}
+
+/// The ingest's sink for the transport archives it finds: registers them with `components`.
+pub fn archive_sink(components: Arc<Components>) -> crate::daemon::ingest::ArchiveSink {
+    Arc::new(move |archives: Vec<std::path::PathBuf>| {
+        components.set_archives(archives);
+    })
+}
 
 /// The key of a resolution: the repository context (JSON), name, version and the overwrites.
 type Key = (String, String, String, String);

@@ -255,16 +255,21 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
         },
         ..Default::default()
     };
+    // The one place the component repositories are built (issue 18).
+    let (components, resolver) =
+        crate::components::build(&config.data_dir, &config.manifests_dir, false);
     // The one place the deployers are built.
     let deployers = std::sync::Arc::new(deployer_registry(
         &store,
         &config.data_dir,
         &config.manifests_dir,
+        Some(resolver.clone()),
     ));
     let controller_context =
         crate::daemon::controllers::ControllerContext::new(store.clone(), controller_config)
             .with_deployers(deployers)
-            .with_manifests_dir(config.manifests_dir.clone());
+            .with_manifests_dir(config.manifests_dir.clone())
+            .with_components(resolver);
     let metrics =
         crate::daemon::metrics::Metrics::new(store.clone(), Some(controller_context.clone()));
     let metrics_task = tokio::spawn(metrics.clone().observe(store.clone(), cancel.clone()));
@@ -323,7 +328,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     });
     tracing::info!(%address, tls = config.tls.is_some(), socket = %socket_path.display(), "API listening");
 
-    let ingestor = crate::daemon::ingest::Ingestor::new(
+    let ingestor = crate::daemon::ingest::Ingestor::with_archive_sink(
         store.clone(),
         crate::daemon::ingest::IngestConfig {
             manifests_dir: config.manifests_dir.clone(),
@@ -331,6 +336,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
             max_file_size: config.max_manifest_file_size,
             ..crate::daemon::ingest::IngestConfig::default()
         },
+        crate::components::archive_sink(components),
     );
     let controllers = tokio::spawn(crate::daemon::controllers::run(
         controller_context.clone(),
@@ -395,6 +401,7 @@ pub fn deployer_registry(
     store: &Store,
     data_dir: &Path,
     manifests_dir: &Path,
+    components: Option<std::sync::Arc<crate::components::ComponentResolver>>,
 ) -> landscaper_deployers::DeployerRegistry {
     let mut registry = landscaper_deployers::DeployerRegistry::builtin();
     let secrets_store = store.clone();
@@ -410,9 +417,14 @@ pub fn deployer_registry(
                 data: secret.decoded_data(),
             })
         });
-    let helm = landscaper_deployers::HelmDeployer::with_cache_dir(data_dir.join("chart-cache"))
+    let mut helm = landscaper_deployers::HelmDeployer::with_cache_dir(data_dir.join("chart-cache"))
         .with_manifests_dir(manifests_dir.to_path_buf())
         .with_secrets(secrets);
+    if let Some(resolver) = components {
+        helm = helm.with_component_charts(std::sync::Arc::new(
+            crate::components::ComponentChartsAdapter(resolver),
+        ));
+    }
     if let Err(e) = registry.register(std::sync::Arc::new(helm)) {
         tracing::warn!(error = %e, "helm deployer not registered");
     }

@@ -116,6 +116,14 @@ impl ControllerContext {
         self
     }
 
+    pub fn with_components(
+        mut self,
+        components: Arc<crate::components::ComponentResolver>,
+    ) -> ControllerContext {
+        self.components = Some(components);
+        self
+    }
+
     /// The current time in Kubernetes' format.
     pub fn now(&self) -> String {
         landscaper_store::clock::format_time(self.clock.now())

@@ -288,6 +288,36 @@ impl ComponentResolver {
     }
 }
 
+/// The component version owning the resource `reference` (a `cd://` URI or a relative
+/// resource reference) names, walking references from the root within `resolved` (which holds
+/// everything reachable): pure.
+pub fn locate_in(
+    resolved: &ResolvedComponents,
+    reference: &str,
+) -> Result<(Arc<ComponentVersion>, String), ComponentsFailure> {
+    let path = ResourcePath::parse(reference)?;
+    let mut current = resolved.root.clone();
+    for name in &path.references {
+        let Some(r) = current.references().into_iter().find(|r| &r.name == name) else {
+            return Err(ComponentsFailure::Other(format!(
+                "component version {} has no component reference {name:?} ({reference})",
+                current.identity()
+            )));
+        };
+        current = resolved
+            .get(&r.component_name, &r.version)
+            .cloned()
+            .ok_or_else(|| {
+                ComponentsFailure::Other(format!(
+                    "component version {}:{} (reference {name:?}) was not resolved",
+                    r.component_name, r.version
+                ))
+            })?;
+    }
+    current.resource(&path.resource)?;
+    Ok((current, path.resource))
+}
+
 /// A component error, or a failure the component crate has no variant for (messages name the
 /// component version and resource).
 #[derive(Debug, thiserror::Error)]

@@ -1399,8 +1399,15 @@ fn phase_init(
     }
     for template in &rendered.subinstallations {
         let current = existing.get(&template.name).copied();
-        let sub = subinstallation_object(inst, value, template, current, from_secret)
-            .map_err(|m| PhaseError::Fatal(LsError::new(OP, "EnsureSubinstallations", m)))?;
+        let sub = subinstallation_object(
+            inst,
+            value,
+            template,
+            current,
+            from_secret,
+            rendered.component_blueprints.get(&template.name),
+        )
+        .map_err(|m| PhaseError::Fatal(LsError::new(OP, "EnsureSubinstallations", m)))?;
         match current {
             Some(current) => {
                 active.push(SubNamePair {

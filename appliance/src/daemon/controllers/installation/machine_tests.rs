@@ -469,6 +469,7 @@ mod steps {
                     RenderedSubobjects {
                         deploy_items: items,
                         subinstallations: Vec::new(),
+                        component_blueprints: BTreeMap::new(),
                     },
                 ))),
                 from_secret: Some(Ok(false)),

@@ -203,7 +203,8 @@ where
                 &values,
                 components.as_ref(),
             )?;
-            let rendered = dataflow::render_subobjects(&inst, &blueprint, &bindings)?;
+            let mut rendered = dataflow::render_subobjects(&inst, &blueprint, &bindings)?;
+            dataflow::resolve_component_blueprints(&mut rendered, components.as_ref())?;
             Ok((bindings, rendered))
         })
         .await

@@ -592,6 +592,7 @@ component:
   repositoryContexts: [{type: ociRegistry, baseUrl: example.com}]
   resources:
   - {name: chart, type: helmChart, version: 2.0.0, relation: local, access: {type: localBlob, localReference: chart, mediaType: application/octet-stream}}
+  - {name: blueprint-sub, type: blueprint, version: 2.0.0, relation: local, access: {type: localBlob, localReference: bp, mediaType: application/x-tar}}
   componentReferences: []
 "#;
     const BLUEPRINT: &str = r#"apiVersion: landscaper.gardener.cloud/v1alpha1
@@ -610,6 +611,12 @@ deployExecutions:
         config: {{ getResourceContent "cd://resources/myconfig" | toJson }}
         chart: {{ getResourceContent "cd://componentReferences/leaf-ref/resources/chart" }}
         def: {{ .componentDescriptorDef.ref.componentName }}
+subinstallations:
+- apiVersion: landscaper.gardener.cloud/v1alpha1
+  kind: InstallationTemplate
+  name: sub
+  blueprint:
+    ref: cd://componentReferences/leaf-ref/resources/blueprint-sub
 "#;
 
     fn repository() -> Arc<MemoryRepository> {
@@ -676,10 +683,16 @@ deployExecutions:
             .unwrap();
         assert_eq!(repo.lookups(), lookups, "resolved again");
 
+        let parent = inst.clone();
         let rendered = tokio::task::spawn_blocking(move || {
             let bindings =
                 construct_blueprint_imports(&inst, &blueprint, &Map::new(), Some(&components))?;
-            render_subobjects(&inst, &blueprint, &bindings)
+            let mut rendered = render_subobjects(&inst, &blueprint, &bindings)?;
+            // Without the component versions a cd:// blueprint cannot be resolved.
+            let mut without = rendered.clone();
+            assert!(resolve_component_blueprints(&mut without, None).is_err());
+            resolve_component_blueprints(&mut rendered, Some(&components))?;
+            Ok::<_, PhaseError>(rendered)
         })
         .await
         .unwrap()
@@ -698,6 +711,28 @@ deployExecutions:
             ("example.com/leaf", "2.0.0")
         );
         assert_eq!(key.resource["name"], "chart");
+
+        // The subinstallation switches to the component that owns the blueprint (§9a).
+        let template = &rendered.subinstallations[0];
+        let sub = subinstallation_object(
+            &parent,
+            &json!({"metadata": {"name": "comp", "namespace": "ns", "uid": "u1"}}),
+            template,
+            None,
+            false,
+            rendered.component_blueprints.get("sub"),
+        )
+        .unwrap();
+        assert_eq!(
+            sub["spec"]["componentDescriptor"],
+            json!({"ref": {
+                "repositoryContext": {"type": "ociRegistry", "baseUrl": "registry.example"},
+                "componentName": "example.com/leaf", "version": "2.0.0"}})
+        );
+        assert_eq!(
+            sub["spec"]["blueprint"],
+            json!({"ref": {"resourceName": "blueprint-sub"}})
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,292 @@
+//! End-to-end (issue 18): the guided tour's `components/helm-chart` chapter through the real
+//! daemon against the Kubernetes test server, with its Installation YAML unchanged except the
+//! registry base URL, the namespace and the kubeconfig:
+//! 1. from a real registry (Debian's `docker-registry` on loopback; the chart pushed with the
+//!    real `helm push`, the component version with the project's own client);
+//! 2. with the registry stopped and the component version only as a component archive in the
+//!    manifests folder (the chart from the data folder's cache of run 1);
+//! 3. bad input: a missing version and a missing blueprint resource give a `lastError` naming
+//!    them, and the good installation is unaffected.
+//!
+//! Needs `/usr/bin/docker-registry`, `helm` (`$HELM` or PATH) and the OCM acceptance data;
+//! without them the test prints a SKIP line and passes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use landscaper_components::registry::push_component_version;
+use landscaper_components::{Components, ComponentsConfig, RepositoryContext};
+use landscaper_e2e::cluster::Cluster;
+use landscaper_e2e::{Daemon, eventually};
+use landscaper_sources::http::HyperTransport;
+use landscaper_sources::testing::DockerRegistry;
+use serde_json::Value;
+
+const NAMESPACE: &str = "example";
+const INST_PATH: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/example/installations";
+const BLUEPRINT_BLOB: &str =
+    "sha256.e0a234552446487b1fe62a2d29ef0edfccaccc6c73b752e8fc54bb9314e0953f";
+const PUBLISHED_CHART: &str = "europe-docker.pkg.dev/sap-gcp-cp-k8s-stable-hub/landscaper-examples/examples/charts/guided-tour/echo-server:1.0.0";
+
+fn data() -> Option<PathBuf> {
+    let dir = std::env::var_os("OCM_ACCEPTANCE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/shared/acceptance/ocm"));
+    dir.join("guided-tour/components/helm-chart")
+        .is_dir()
+        .then_some(dir.join("guided-tour/components/helm-chart"))
+}
+
+fn helm() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("HELM") {
+        return Some(PathBuf::from(path));
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("helm"))
+            .find(|p| p.is_file())
+    })
+}
+
+fn run(cmd: &mut Command) {
+    let output = cmd.output().expect("runs");
+    assert!(
+        output.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Packages the tour's chart and pushes it with the real helm; its reference.
+fn push_chart(helm: &Path, chapter: &Path, work: &Path, port: u16) -> String {
+    let home = work.join("helm");
+    let helm_cmd = |args: &[&str]| {
+        let mut c = Command::new(helm);
+        c.args(args)
+            .env("HELM_CONFIG_HOME", home.join("config"))
+            .env("HELM_CACHE_HOME", home.join("cache"))
+            .env("HELM_DATA_HOME", home.join("data"))
+            .env("HELM_REGISTRY_CONFIG", home.join("registry.json"));
+        c
+    };
+    let packages = work.join("packages");
+    let chart_src = chapter.join("chart/echo-server");
+    run(&mut helm_cmd(&[
+        "package",
+        chart_src.to_str().unwrap(),
+        "-d",
+        packages.to_str().unwrap(),
+    ]));
+    let tgz = packages.join("echo-server-1.0.0.tgz");
+    run(&mut helm_cmd(&[
+        "push",
+        tgz.to_str().unwrap(),
+        &format!("oci://127.0.0.1:{port}/charts/guided-tour"),
+        "--plain-http",
+    ]));
+    format!("127.0.0.1:{port}/charts/guided-tour/echo-server:1.0.0")
+}
+
+/// The tour's published descriptor with the chart reference pointing at `chart_ref`.
+fn descriptor(chapter: &Path, chart_ref: &str) -> String {
+    std::fs::read_to_string(chapter.join("component/component-descriptor.yaml"))
+        .unwrap()
+        .replace(PUBLISHED_CHART, chart_ref)
+}
+
+/// Pushes the component version (descriptor + blueprint blob as layer) to the registry.
+fn push_component(chapter: &Path, work: &Path, port: u16, chart_ref: &str) {
+    let blob = std::fs::read(chapter.join("component/blobs").join(BLUEPRINT_BLOB)).unwrap();
+    // In a registry the local blob is a layer named by its digest.
+    let text =
+        descriptor(chapter, chart_ref).replace(BLUEPRINT_BLOB, &BLUEPRINT_BLOB.replace('.', ":"));
+    let ctx = RepositoryContext::parse(
+        &serde_json::json!({"type": "OCIRegistry", "baseUrl": format!("127.0.0.1:{port}")}),
+    )
+    .unwrap();
+    let mut config = ComponentsConfig::new(Arc::new(HyperTransport::new()));
+    config.cache = Some(Arc::new(
+        landscaper_sources::ChartCache::open(work.join("push-cache"), 64 << 20).unwrap(),
+    ));
+    let pusher = Components::new(config);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(push_component_version(
+            &pusher,
+            &ctx,
+            text.as_bytes(),
+            &[(
+                "application/vnd.gardener.landscaper.blueprint.v1+tar+gzip".into(),
+                blob,
+            )],
+        ))
+        .expect("component version pushed");
+}
+
+/// The chapter's `installation/*.tpl` with only namespace, registry base URL and kubeconfig
+/// substituted, written into the manifests folder.
+fn write_tour(daemon: &Daemon, cluster: &Cluster, chapter: &Path, base_url: &str) {
+    for name in ["context", "target", "installation"] {
+        let tpl =
+            std::fs::read_to_string(chapter.join(format!("installation/{name}.yaml.tpl"))).unwrap();
+        let text = cluster
+            .render_template(&tpl)
+            .replace("${namespace}", NAMESPACE)
+            .replace("${repoBaseUrl}", base_url);
+        daemon.write(&format!("tour-{name}.yaml"), &text);
+    }
+}
+
+fn installation(daemon: &Daemon, name: &str) -> Option<Value> {
+    daemon.get_json(&format!("{INST_PATH}/{name}"))
+}
+
+fn phase(daemon: &Daemon, name: &str) -> String {
+    installation(daemon, name)
+        .and_then(|i| i["status"]["phase"].as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn wait_succeeded(daemon: &Daemon, name: &str) {
+    eventually(
+        Duration::from_secs(90),
+        &format!("{name} Succeeded"),
+        || {
+            let p = phase(daemon, name);
+            assert!(
+                p != "Failed",
+                "{name} failed: {}\n{}",
+                installation(daemon, name).unwrap_or_default()["status"],
+                daemon.logs()
+            );
+            (p == "Succeeded").then_some(())
+        },
+    );
+}
+
+fn last_error(daemon: &Daemon, name: &str) -> String {
+    eventually(
+        Duration::from_secs(60),
+        &format!("{name} lastError"),
+        || {
+            installation(daemon, name).and_then(|i| {
+                i["status"]["lastError"]["message"]
+                    .as_str()
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_string)
+            })
+        },
+    )
+}
+
+fn echo_server_deployed(cluster: &Cluster, registry_port: u16) {
+    let deployment = eventually(Duration::from_secs(30), "echo-server Deployment", || {
+        cluster.grouped("apps/v1", "example", "deployments", "echo-server")
+    });
+    // `getResource .cd "name" "echo-server-image"` rendered the image into the values.
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "hashicorp/http-echo:0.2.3",
+        "{deployment} (registry {registry_port})"
+    );
+}
+
+#[test]
+fn guided_tour_helm_chart_from_a_registry_then_air_gapped() {
+    let Some(chapter) = data() else {
+        println!("SKIP: OCM acceptance data not present");
+        return;
+    };
+    if !DockerRegistry::available() {
+        println!("SKIP: no {}", DockerRegistry::BINARY);
+        return;
+    }
+    let Some(helm) = helm() else {
+        println!("SKIP: no helm");
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let mut registry =
+        DockerRegistry::start(&work.path().join("storage"), work.path(), "").expect("registry");
+    let port = registry.port;
+    let chart_ref = push_chart(&helm, &chapter, work.path(), port);
+    push_component(&chapter, work.path(), port, &chart_ref);
+
+    // 1. From the registry.
+    let cluster = Cluster::start("100ms");
+    let manifests = work.path().join("manifests");
+    let data = work.path().join("data");
+    std::fs::create_dir_all(&manifests).unwrap();
+    let mut daemon = Daemon::start_on(&manifests, &data);
+    write_tour(&daemon, &cluster, &chapter, &format!("127.0.0.1:{port}"));
+    wait_succeeded(&daemon, "echo-server");
+    echo_server_deployed(&cluster, port);
+
+    // 3. Bad input beside it: a missing version, a missing blueprint resource.
+    let bad = |name: &str, version: &str, resource: &str| {
+        format!(
+            "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Installation\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\nspec:\n  context: landscaper-examples\n  componentDescriptor:\n    ref:\n      componentName: github.com/gardener/landscaper-examples/guided-tour/helm-chart\n      version: {version}\n  blueprint:\n    ref:\n      resourceName: {resource}\n  imports:\n    targets:\n      - name: cluster\n        target: my-cluster\n"
+        )
+    };
+    daemon.write(
+        "bad-version.yaml",
+        &bad("bad-version", "9.9.9", "blueprint"),
+    );
+    daemon.write(
+        "bad-resource.yaml",
+        &bad("bad-resource", "1.0.0", "no-such-blueprint"),
+    );
+    let e = last_error(&daemon, "bad-version");
+    assert!(
+        e.contains("github.com/gardener/landscaper-examples/guided-tour/helm-chart:9.9.9"),
+        "{e}"
+    );
+    let e = last_error(&daemon, "bad-resource");
+    assert!(
+        e.contains("guided-tour/helm-chart:1.0.0") && e.contains("no-such-blueprint"),
+        "{e}"
+    );
+    assert_eq!(phase(&daemon, "echo-server"), "Succeeded");
+    let first_job =
+        installation(&daemon, "echo-server").unwrap()["status"]["jobIDFinished"].clone();
+    daemon.terminate();
+
+    // 2. Air-gapped: no registry; the component version as a component archive in the folder,
+    // the installation reconciled again on a restarted daemon.
+    registry.stop();
+    std::fs::remove_file(manifests.join("bad-version.yaml")).unwrap();
+    std::fs::remove_file(manifests.join("bad-resource.yaml")).unwrap();
+    let archive = manifests.join("tour-component");
+    std::fs::create_dir_all(archive.join("blobs")).unwrap();
+    std::fs::write(
+        archive.join("component-descriptor.yaml"),
+        descriptor(&chapter, &chart_ref),
+    )
+    .unwrap();
+    std::fs::copy(
+        chapter.join("component/blobs").join(BLUEPRINT_BLOB),
+        archive.join("blobs").join(BLUEPRINT_BLOB),
+    )
+    .unwrap();
+    let daemon = Daemon::start_on(&manifests, &data);
+    // A changed file re-applies the reconcile annotation: a new job, resolved afresh.
+    let text = std::fs::read_to_string(manifests.join("tour-installation.yaml")).unwrap();
+    daemon.write("tour-installation.yaml", &format!("# again\n{text}"));
+    eventually(Duration::from_secs(90), "a new job of echo-server", || {
+        let i = installation(&daemon, "echo-server")?;
+        let status = &i["status"];
+        assert!(
+            status["phase"] != "Failed",
+            "offline reconcile failed: {status}\n{}",
+            daemon.logs()
+        );
+        (status["jobIDFinished"] != first_job
+            && status["jobIDFinished"] == status["jobID"]
+            && status["phase"] == "Succeeded")
+            .then_some(())
+    });
+}

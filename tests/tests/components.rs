@@ -130,9 +130,13 @@ fn push_component(chapter: &Path, work: &Path, port: u16, chart_ref: &str) {
 /// The chapter's `installation/*.tpl` with only namespace, registry base URL and kubeconfig
 /// substituted, written into the manifests folder.
 fn write_tour(daemon: &Daemon, cluster: &Cluster, chapter: &Path, base_url: &str) {
-    for name in ["context", "target", "installation"] {
+    for name in ["target", "context", "installation"] {
         let tpl =
             std::fs::read_to_string(chapter.join(format!("installation/{name}.yaml.tpl"))).unwrap();
+        let mut tpl = tpl;
+        if !tpl.ends_with('\n') {
+            tpl.push('\n');
+        }
         let text = cluster
             .render_template(&tpl)
             .replace("${namespace}", NAMESPACE)
@@ -229,7 +233,7 @@ fn guided_tour_helm_chart_from_a_registry_then_air_gapped() {
     // 3. Bad input beside it: a missing version, a missing blueprint resource.
     let bad = |name: &str, version: &str, resource: &str| {
         format!(
-            "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Installation\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\nspec:\n  context: landscaper-examples\n  componentDescriptor:\n    ref:\n      componentName: github.com/gardener/landscaper-examples/guided-tour/helm-chart\n      version: {version}\n  blueprint:\n    ref:\n      resourceName: {resource}\n  imports:\n    targets:\n      - name: cluster\n        target: my-cluster\n"
+            "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Installation\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\n  annotations:\n    landscaper.gardener.cloud/operation: reconcile\nspec:\n  context: landscaper-examples\n  componentDescriptor:\n    ref:\n      componentName: github.com/gardener/landscaper-examples/guided-tour/helm-chart\n      version: {version}\n  blueprint:\n    ref:\n      resourceName: {resource}\n  imports:\n    targets:\n      - name: cluster\n        target: my-cluster\n"
         )
     };
     daemon.write(
@@ -255,16 +259,34 @@ fn guided_tour_helm_chart_from_a_registry_then_air_gapped() {
         installation(&daemon, "echo-server").unwrap()["status"]["jobIDFinished"].clone();
     daemon.terminate();
 
-    // 2. Air-gapped: no registry; the component version as a component archive in the folder,
-    // the installation reconciled again on a restarted daemon.
+    // 2a. Registry stopped, daemon restarted on the same data folder: the installation is
+    // reconciled again from the shared cache alone.
     registry.stop();
     std::fs::remove_file(manifests.join("bad-version.yaml")).unwrap();
     std::fs::remove_file(manifests.join("bad-resource.yaml")).unwrap();
+    let mut daemon = Daemon::start_on(&manifests, &data);
+    // A changed file re-applies the reconcile annotation: a new job, resolved afresh.
+    let text = std::fs::read_to_string(manifests.join("tour-installation.yaml")).unwrap();
+    daemon.write("tour-installation.yaml", &format!("# again\n{text}"));
+    new_job_succeeded(&daemon, &first_job);
+    daemon.terminate();
+
+    // 2b. Air-gapped host: a fresh data folder (empty cache), no registry, the component
+    // version only as a component archive in the manifests folder, its chart as a local blob
+    // (as `ocm transfer --copy-resources` leaves it).
+    let manifests = work.path().join("manifests-airgapped");
+    let data = work.path().join("data-airgapped");
     let archive = manifests.join("tour-component");
     std::fs::create_dir_all(archive.join("blobs")).unwrap();
+    let chart = std::fs::read(work.path().join("packages/echo-server-1.0.0.tgz")).unwrap();
+    let chart_blob = format!("sha256.{}", hex_sha256(&chart));
+    std::fs::write(archive.join("blobs").join(&chart_blob), &chart).unwrap();
     std::fs::write(
         archive.join("component-descriptor.yaml"),
-        descriptor(&chapter, &chart_ref),
+        descriptor(&chapter, &chart_ref).replace(
+            &format!("imageReference: {chart_ref}\n      type: ociArtifact"),
+            &format!("localReference: {chart_blob}\n      mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip\n      type: localBlob"),
+        ),
     )
     .unwrap();
     std::fs::copy(
@@ -273,18 +295,33 @@ fn guided_tour_helm_chart_from_a_registry_then_air_gapped() {
     )
     .unwrap();
     let daemon = Daemon::start_on(&manifests, &data);
-    // A changed file re-applies the reconcile annotation: a new job, resolved afresh.
-    let text = std::fs::read_to_string(manifests.join("tour-installation.yaml")).unwrap();
-    daemon.write("tour-installation.yaml", &format!("# again\n{text}"));
+    write_tour(&daemon, &cluster, &chapter, &format!("127.0.0.1:{port}"));
+    wait_succeeded(&daemon, "echo-server");
+    echo_server_deployed(&cluster, port);
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Waits until the installation `echo-server` finished a job other than `first_job`.
+fn new_job_succeeded(daemon: &Daemon, first_job: &Value) {
     eventually(Duration::from_secs(90), "a new job of echo-server", || {
-        let i = installation(&daemon, "echo-server")?;
+        let i = installation(daemon, "echo-server")?;
         let status = &i["status"];
         assert!(
             status["phase"] != "Failed",
-            "offline reconcile failed: {status}\n{}",
+            "reconcile failed: {status}\n{}\n{}",
+            daemon
+                .get_json("/apis/landscaper.gardener.cloud/v1alpha1/namespaces/example/deployitems")
+                .unwrap_or_default(),
             daemon.logs()
         );
-        (status["jobIDFinished"] != first_job
+        (status["jobIDFinished"] != *first_job
             && status["jobIDFinished"] == status["jobID"]
             && status["phase"] == "Succeeded")
             .then_some(())

@@ -298,6 +298,36 @@ fn guided_tour_helm_chart_from_a_registry_then_air_gapped() {
     write_tour(&daemon, &cluster, &chapter, &format!("127.0.0.1:{port}"));
     wait_succeeded(&daemon, "echo-server");
     echo_server_deployed(&cluster, port);
+
+    // `render --offline` resolves the same way: archives of the folder, no registry.
+    let out = daemon.cli(&[
+        "render",
+        manifests.join("tour-installation.yaml").to_str().unwrap(),
+        "--imports-from",
+        manifests.to_str().unwrap(),
+        "--offline",
+        "-o",
+        "json",
+        "--data",
+        work.path().join("render-data").to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_str(&stdout).expect("render prints JSON");
+    let config = &doc["deployItems"][0]["config"];
+    assert_eq!(
+        config["values"]["image"], "hashicorp/http-echo:0.2.3",
+        "{doc}"
+    );
+    let key = config["chart"]["resourceRef"]
+        .as_str()
+        .expect("resourceRef");
+    let key = landscaper_components::uri::parse_resource_key(key).expect("a resource key");
+    assert_eq!(key.resource["name"], "echo-server-chart");
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {

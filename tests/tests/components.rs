@@ -357,3 +357,156 @@ fn new_job_succeeded(daemon: &Daemon, first_job: &Value) {
             .then_some(())
     });
 }
+
+/// Counts every request it forwards to the real client.
+#[derive(Default)]
+struct Counting {
+    inner: HyperTransport,
+    count: std::sync::atomic::AtomicUsize,
+}
+
+impl landscaper_sources::http::HttpTransport for Counting {
+    fn get(
+        &self,
+        request: landscaper_sources::http::HttpRequest,
+    ) -> landscaper_sources::http::BoxFuture<
+        '_,
+        Result<landscaper_sources::http::HttpResponse, landscaper_sources::http::TransportError>,
+    > {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.get(request)
+    }
+    fn send(
+        &self,
+        method: &str,
+        request: landscaper_sources::http::HttpRequest,
+        body: Vec<u8>,
+    ) -> landscaper_sources::http::BoxFuture<
+        '_,
+        Result<landscaper_sources::http::HttpResponse, landscaper_sources::http::TransportError>,
+    > {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.send(method, request, body)
+    }
+}
+
+/// Bench (ignored; `BENCH_INSTALLATIONS`, `BENCH_VERSIONS` to size it): installations of
+/// distinct component versions from the local registry through the appliance's resolver
+/// (component version + references, blueprint, chart by resource key: what an installation and
+/// its helm deploy item read): cold cache, warm cache (new process: disk cache only), hot
+/// (same process: in-memory), and the registry requests per installation.
+#[test]
+#[ignore]
+fn bench_installations_over_component_versions() {
+    let Some(chapter) = data() else {
+        println!("SKIP: OCM acceptance data not present");
+        return;
+    };
+    let (Some(helm), true) = (helm(), DockerRegistry::available()) else {
+        println!("SKIP: no helm or docker-registry");
+        return;
+    };
+    let env = |k: &str, d: usize| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let (installations, versions) = (env("BENCH_INSTALLATIONS", 200), env("BENCH_VERSIONS", 20));
+    let work = tempfile::tempdir().unwrap();
+    let registry =
+        DockerRegistry::start(&work.path().join("storage"), work.path(), "").expect("registry");
+    let port = registry.port;
+    let chart_ref = push_chart(&helm, &chapter, work.path(), port);
+    let blob = std::fs::read(chapter.join("component/blobs").join(BLUEPRINT_BLOB)).unwrap();
+    let base =
+        descriptor(&chapter, &chart_ref).replace(BLUEPRINT_BLOB, &BLUEPRINT_BLOB.replace('.', ":"));
+    let ctx = RepositoryContext::parse(
+        &serde_json::json!({"type": "OCIRegistry", "baseUrl": format!("127.0.0.1:{port}")}),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let components = |transport: Arc<dyn landscaper_sources::http::HttpTransport>, cache: &Path| {
+        let mut config = ComponentsConfig::new(transport);
+        config.cache = Some(Arc::new(
+            landscaper_sources::ChartCache::open(cache, 512 << 20).unwrap(),
+        ));
+        Arc::new(Components::new(config))
+    };
+    let pusher = components(Arc::new(HyperTransport::new()), &work.path().join("push"));
+    for v in 0..versions {
+        let text = base.replace("\n  version: 1.0.0\n", &format!("\n  version: 1.0.{v}\n"));
+        rt.block_on(push_component_version(
+            &pusher,
+            &ctx,
+            text.as_bytes(),
+            &[(
+                "application/vnd.gardener.landscaper.blueprint.v1+tar+gzip".into(),
+                blob.clone(),
+            )],
+        ))
+        .expect("pushed");
+    }
+    let cache = work.path().join("cache");
+    let round = |resolver: &landscaper_appliance::components::ComponentResolver| {
+        let started = std::time::Instant::now();
+        rt.block_on(async {
+            for i in 0..installations {
+                let version = format!("1.0.{}", i % versions);
+                let resolved = resolver
+                    .resolve(
+                        &ctx,
+                        "github.com/gardener/landscaper-examples/guided-tour/helm-chart",
+                        &version,
+                        &Default::default(),
+                    )
+                    .await
+                    .expect("resolves");
+                resolver
+                    .blueprint(&resolved.root, "blueprint")
+                    .await
+                    .expect("blueprint");
+                let key =
+                    landscaper_components::uri::resource_key(&resolved.root, "echo-server-chart");
+                resolver.chart_by_key(&ctx, &key).await.expect("chart");
+            }
+        });
+        started.elapsed()
+    };
+    let run = |label: &str,
+               resolver: &landscaper_appliance::components::ComponentResolver,
+               counting: &Counting| {
+        let before = counting.count.load(std::sync::atomic::Ordering::SeqCst);
+        let took = round(resolver);
+        let requests = counting.count.load(std::sync::atomic::Ordering::SeqCst) - before;
+        println!(
+            "{label}: {installations} installations over {versions} component versions in {took:?} ({:.2} ms/installation), {requests} registry requests ({:.2}/installation)",
+            took.as_secs_f64() * 1000.0 / installations as f64,
+            requests as f64 / installations as f64
+        );
+        requests
+    };
+    let counting = Arc::new(Counting::default());
+    let resolver = landscaper_appliance::components::ComponentResolver::new(components(
+        counting.clone(),
+        &cache,
+    ));
+    let cold = run("cold cache", &resolver, &counting);
+    assert!(cold > 0);
+    let hot = run("hot (same process)", &resolver, &counting);
+    let counting = Arc::new(Counting::default());
+    let resolver = landscaper_appliance::components::ComponentResolver::new(components(
+        counting.clone(),
+        &cache,
+    ));
+    let warm = run("warm cache (new process)", &resolver, &counting);
+    println!(
+        "registry requests per installation on a warm cache: {}",
+        warm as f64 / installations as f64
+    );
+    assert_eq!(hot, 0, "in-memory results make no requests");
+}

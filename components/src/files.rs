@@ -93,7 +93,10 @@ fn mismatch(cv: (&str, &str), what: &str, expected: &str, actual: String) -> Com
 
 impl Ctf {
     pub fn open(path: &Path) -> Result<Ctf, ComponentError> {
-        let tree = Tree::open(path)?;
+        Self::from_tree(path, Tree::open(path)?)
+    }
+
+    fn from_tree(path: &Path, tree: Tree) -> Result<Ctf, ComponentError> {
         let index_bytes = tree
             .get("artifact-index.json")
             .map_err(|e| ComponentError::archive(path, e))?
@@ -442,7 +445,10 @@ pub struct ComponentArchive {
 
 impl ComponentArchive {
     pub fn open(path: &Path) -> Result<ComponentArchive, ComponentError> {
-        let tree = Tree::open(path)?;
+        Self::from_tree(path, Tree::open(path)?)
+    }
+
+    fn from_tree(path: &Path, tree: Tree) -> Result<ComponentArchive, ComponentError> {
         let descriptor = tree
             .get("component-descriptor.yaml")
             .map_err(|e| ComponentError::archive(path, e))?
@@ -688,21 +694,65 @@ impl LocalRepository {
     }
 }
 
+/// A CTF or a component archive, detected by content (opened once).
+#[derive(Debug)]
+pub enum AnyArchive {
+    Ctf(Ctf),
+    ComponentArchive(ComponentArchive),
+}
+
+impl AnyArchive {
+    pub fn open(path: &Path) -> Result<AnyArchive, ComponentError> {
+        let tree = Tree::open(path)?;
+        let has = |name: &str| tree.get(name).ok().flatten().is_some();
+        if has("artifact-index.json") {
+            return Ctf::from_tree(path, tree).map(AnyArchive::Ctf);
+        }
+        if has("component-descriptor.yaml") {
+            return ComponentArchive::from_tree(path, tree).map(AnyArchive::ComponentArchive);
+        }
+        Err(ComponentError::archive(
+            path,
+            "neither a CTF (artifact-index.json) nor a component archive (component-descriptor.yaml)",
+        ))
+    }
+
+    pub fn component_version(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> Result<ComponentVersion, ComponentError> {
+        match self {
+            AnyArchive::Ctf(c) => c.component_version(name, version),
+            AnyArchive::ComponentArchive(a) => a.component_version(name, version),
+        }
+    }
+
+    pub fn resource(
+        &self,
+        cv: &ComponentVersion,
+        resource_name: &str,
+    ) -> Result<Artifact, ComponentError> {
+        match self {
+            AnyArchive::Ctf(c) => c.resource(cv, resource_name),
+            AnyArchive::ComponentArchive(a) => a.resource(cv, resource_name),
+        }
+    }
+
+    pub fn describe(&self) -> Result<Vec<ArchiveEntry>, ComponentError> {
+        match self {
+            AnyArchive::Ctf(c) => Ok(c.describe()),
+            AnyArchive::ComponentArchive(a) => a.describe(),
+        }
+    }
+}
+
 /// Whether a file or directory is a CTF or a component archive (for the manifests folder
 /// scan).
 pub fn archive_kind(path: &Path) -> Option<RepositoryKind> {
-    let tree = Tree::open(path).ok()?;
     let file_path = path.to_path_buf();
-    if tree.get("artifact-index.json").ok().flatten().is_some() {
-        return Some(RepositoryKind::Ctf { file_path });
+    match AnyArchive::open(path).ok()? {
+        AnyArchive::Ctf(_) => Some(RepositoryKind::Ctf { file_path }),
+        AnyArchive::ComponentArchive(_) => Some(RepositoryKind::ComponentArchive { file_path }),
     }
-    if tree
-        .get("component-descriptor.yaml")
-        .ok()
-        .flatten()
-        .is_some()
-    {
-        return Some(RepositoryKind::ComponentArchive { file_path });
-    }
-    None
 }

@@ -639,3 +639,50 @@ async fn tampered_and_truncated_ctfs_fail_naming_the_component() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_broken_archive_in_the_folder_leaves_other_components_alone() {
+    let Some(dir) = data("a_broken_archive_in_the_folder") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let full =
+        std::fs::read(dir.join("ctf/ocm-0.20.0-compat-01/transport-archive.tar")).expect("tar");
+    let broken = tmp.path().join("broken.tar");
+    std::fs::write(&broken, &full[..full.len() / 2]).expect("write");
+    let c = components(&dir);
+    c.set_archives(vec![
+        broken.clone(),
+        dir.join("ctf/landscaper-container-2/registry-2"),
+    ]);
+    // Found elsewhere: unaffected.
+    let ok = c
+        .component_version(
+            &local(&format!("{CNUDIE}/valid-components")),
+            "example.com/landscaper-component",
+            "1.0.0",
+        )
+        .await
+        .expect("unaffected");
+    assert_eq!(ok.name, "example.com/landscaper-component");
+    let e2 = Components::describe_archive(&dir.join("ctf/landscaper-container-2/registry-2"))
+        .expect("r2");
+    c.component_version(&local("ctf"), &e2[0].component, &e2[0].version)
+        .await
+        .expect("from the second archive");
+    // Found nowhere: the archive's problem is named with the lookup.
+    let err = c
+        .component_version(
+            &local(&format!("{CNUDIE}/valid-components")),
+            "github.com/acme.org/helloworld",
+            "1.0.0",
+        )
+        .await
+        .expect_err("nowhere");
+    assert!(matches!(err, ComponentError::Archive { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("broken.tar") && text.contains("github.com/acme.org/helloworld:1.0.0"),
+        "{text}"
+    );
+}

@@ -63,6 +63,8 @@ pub struct Components {
     opened: Mutex<BTreeMap<PathBuf, (Stamp, Arc<AnyArchive>)>>,
     /// Cache digests read for a component version (by its manifest digest), for pinning.
     blobs: Mutex<BTreeMap<String, BTreeSet<String>>>,
+    /// Extra trusted CA certificates (PEM) for registries.
+    registry_ca: RwLock<Option<Vec<u8>>>,
 }
 
 fn stamp(path: &Path) -> Stamp {
@@ -78,7 +80,19 @@ impl Components {
             archives: RwLock::new(Vec::new()),
             opened: Mutex::new(BTreeMap::new()),
             blobs: Mutex::new(BTreeMap::new()),
+            registry_ca: RwLock::new(None),
         }
+    }
+
+    /// Trusts these CA certificates (PEM) for registries, besides the system's.
+    pub fn set_registry_ca(&self, pem: Option<Vec<u8>>) {
+        if let Ok(mut ca) = self.registry_ca.write() {
+            *ca = pem;
+        }
+    }
+
+    pub(crate) fn registry_ca(&self) -> Option<Vec<u8>> {
+        self.registry_ca.read().ok().and_then(|c| c.clone())
     }
 
     pub(crate) fn record_blobs(&self, manifest_digest: &str, digests: Vec<String>) {

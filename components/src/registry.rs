@@ -92,7 +92,8 @@ impl<'c> Session<'c> {
         let name = reference.name();
         let session =
             RegistrySession::new(config.transport.as_ref(), reference, credentials, limits)
-                .with_plain_http(insecure);
+                .with_plain_http(insecure)
+                .with_ca_pem(components.registry_ca());
         Ok(Session {
             components,
             session,

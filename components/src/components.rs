@@ -293,10 +293,17 @@ impl Components {
                     self.resolve_file(file_path, ctx)?
                 };
                 match self.open_kind(&path, ctf)?.resource(cv, resource_name) {
-                    // An external artifact not mirrored in the CTF: from its registry.
-                    Err(ComponentError::Content { reason, .. })
-                        if reason.contains("is not in the CTF") && !self.config.offline =>
+                    // An external artifact not in this CTF: from another registered CTF, else
+                    // from its registry.
+                    Err(err @ ComponentError::Content { .. })
+                        if err.to_string().contains("is not in the CTF") =>
                     {
+                        if let Some(found) = self.mirrored_artifact(cv, resource_name)? {
+                            return Ok(found);
+                        }
+                        if self.config.offline {
+                            return Err(err);
+                        }
                         crate::registry::resource(self, cv, resource_name).await
                     }
                     other => other,
@@ -306,8 +313,53 @@ impl Components {
                 let root = self.resolve_file(file_path, ctx)?;
                 LocalRepository::new(root, ctx.clone()).resource(cv, resource_name)
             }
-            RepositoryKind::Oci { .. } => crate::registry::resource(self, cv, resource_name).await,
+            RepositoryKind::Oci { .. } => {
+                if let Some(found) = self.mirrored_artifact(cv, resource_name)? {
+                    return Ok(found);
+                }
+                crate::registry::resource(self, cv, resource_name).await
+            }
         }
+    }
+
+    /// An `ociArtifact` resource found in a registered CTF (same repository path and tag or
+    /// digest; the registry host is not compared): the air-gapped mirror of external artifacts.
+    fn mirrored_artifact(
+        &self,
+        cv: &ComponentVersion,
+        resource_name: &str,
+    ) -> Result<Option<Artifact>, ComponentError> {
+        let (access, ty) = crate::resource_access(cv, resource_name)?;
+        let base = ty
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if !matches!(base.as_str(), "ociartifact" | "ociregistry" | "ociimage") {
+            return Ok(None);
+        }
+        let Some(image) = crate::descriptor::access_field(&access, "imageReference") else {
+            return Ok(None);
+        };
+        let Ok(reference) = landscaper_sources::oci::Reference::parse(image) else {
+            return Ok(None);
+        };
+        for path in self.registered() {
+            let Ok(archive) = self.open(&path) else {
+                continue;
+            };
+            if let AnyArchive::Ctf(ctf) = &*archive
+                && let Some(found) = ctf.oci_artifact(
+                    &reference.repository,
+                    reference.tag.as_deref(),
+                    reference.digest.as_deref(),
+                    (&cv.name, &cv.version),
+                )?
+            {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -3,6 +3,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use common::{components, ctf, data, local};
 use landscaper_components::content::{blueprint_files, helm_chart_tgz, json_schema};
@@ -685,4 +686,116 @@ async fn a_broken_archive_in_the_folder_leaves_other_components_alone() {
         text.contains("broken.tar") && text.contains("github.com/acme.org/helloworld:1.0.0"),
         "{text}"
     );
+}
+
+/// The air-gapped acceptance at the component layer: the guided tour's helm-chart component
+/// and its chart (as the OCI artifact the `ociArtifact` access names) in a CTF .tgz written by
+/// `CtfWriter`, registered as the folder's archive; the tour's Context (an OCI registry that
+/// is not reachable) resolves everything from the CTF without a single request.
+#[tokio::test]
+async fn guided_tour_from_a_ctf_archive_without_any_registry() {
+    let Some(dir) = data("guided_tour_from_a_ctf_archive") else {
+        return;
+    };
+    let base = dir.join("guided-tour/components/helm-chart");
+    let text = std::fs::read_to_string(base.join("component/component-descriptor.yaml"))
+        .expect("descriptor");
+    let blob_name = "sha256.e0a234552446487b1fe62a2d29ef0edfccaccc6c73b752e8fc54bb9314e0953f";
+    let blob = std::fs::read(base.join("component/blobs").join(blob_name)).expect("blob");
+    let descriptor = text.replace(blob_name, &blob_name.replace('.', ":"));
+    // The chart as Helm pushes it: config + chart layer (a .tgz of the chart directory).
+    let mut chart_files = BTreeMap::new();
+    let chart_dir = base.join("chart/echo-server");
+    let mut stack = vec![(chart_dir.clone(), "echo-server".to_string())];
+    while let Some((d, prefix)) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read").flatten() {
+            let rel = format!("{prefix}/{}", e.file_name().to_string_lossy());
+            if e.path().is_dir() {
+                stack.push((e.path(), rel));
+            } else {
+                chart_files.insert(rel, std::fs::read(e.path()).expect("read"));
+            }
+        }
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(
+        &mut gz,
+        &landscaper_components::archive::tar_files(&chart_files),
+    )
+    .expect("gzip");
+    let chart_tgz = gz.finish().expect("gzip");
+    let mut writer = landscaper_components::files::CtfWriter::new();
+    writer
+        .add_component(
+            descriptor.as_bytes(),
+            &[(
+                "application/vnd.gardener.landscaper.blueprint.v1+tar+gzip".into(),
+                blob,
+            )],
+        )
+        .expect("component");
+    writer.add_artifact(
+        "sap-gcp-cp-k8s-stable-hub/landscaper-examples/examples/charts/guided-tour/echo-server",
+        "1.0.0",
+        (
+            "application/vnd.cncf.helm.config.v1+json",
+            br#"{"name":"echo-server","version":"1.0.0"}"#.to_vec(),
+        ),
+        &[(
+            "application/vnd.cncf.helm.chart.content.v1.tar+gzip".into(),
+            chart_tgz.clone(),
+        )],
+    );
+    let tmp = tempfile::tempdir().expect("tmp");
+    let archive = tmp.path().join("guided-tour.ctf.tgz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &writer.to_tar()).expect("gzip");
+    std::fs::write(&archive, gz.finish().expect("gzip")).expect("write");
+    let entries = Components::describe_archive(&archive).expect("describes");
+    assert_eq!(
+        entries.len(),
+        1,
+        "only component versions are listed: {entries:?}"
+    );
+    assert_eq!(entries[0].resources, 3);
+
+    let transport = Arc::new(landscaper_sources::testing::MemoryTransport::new());
+    transport.set_unreachable(true);
+    let mut config = landscaper_components::ComponentsConfig::new(transport.clone());
+    config.cache = Some(Arc::new(
+        landscaper_sources::ChartCache::open(tmp.path().join("cache"), 1 << 30).expect("cache"),
+    ));
+    let c = Components::new(config);
+    c.set_archives(vec![archive.clone()]);
+    let ctx = common::ctx(serde_json::json!({"type": "ociRegistry",
+        "baseUrl": "europe-docker.pkg.dev/sap-gcp-cp-k8s-stable-hub/landscaper-examples/examples"}));
+    let name = "github.com/gardener/landscaper-examples/guided-tour/helm-chart";
+    let resolved = resolve_transitive(&c, &ctx, name, "1.0.0", &Overwrites::default())
+        .await
+        .expect("from the CTF");
+    let cv = &resolved.root;
+    let files =
+        blueprint_files(&c.resource(cv, "blueprint").await.expect("blueprint")).expect("files");
+    assert_eq!(
+        files.get("blueprint.yaml"),
+        Some(&std::fs::read(base.join("blueprint/blueprint.yaml")).expect("read"))
+    );
+    let chart = helm_chart_tgz(
+        &c.resource(cv, "echo-server-chart")
+            .await
+            .expect("chart from the CTF"),
+    )
+    .expect("chart");
+    assert_eq!(chart, chart_tgz);
+    assert!(
+        transport.requests().is_empty(),
+        "no requests: {:?}",
+        transport.requests()
+    );
+    // The image is not mirrored: a clear error naming the resource (the registry is unreachable).
+    let err = c
+        .resource(cv, "echo-server-image")
+        .await
+        .expect_err("not mirrored");
+    assert!(err.to_string().contains("echo-server-image"), "{err}");
 }

@@ -561,6 +561,47 @@ async fn template_shared_local_repository_has_both_schemas() {
         assert_eq!(list.as_array().map(Vec::len), Some(r.all.len()));
     }
     assert_eq!(v2, 4);
+    // template-30/31: `.cd` is the installation's component, `.components` the three.
+    let ctx = local("templates/shared_data/localocmrepository");
+    for (root, schema) in [
+        ("v2", SchemaVersion::V2),
+        ("v3alpha1", SchemaVersion::V3Alpha1),
+    ] {
+        let name = format!("example.com/landscaper-component-{root}");
+        let r = resolve_transitive(&c, &ctx, &name, "1.0.0", &Overwrites::default())
+            .await
+            .expect("resolves");
+        let (cd_name, names): (serde_json::Value, Vec<serde_json::Value>) = match schema {
+            SchemaVersion::V2 => (
+                r.cd_binding(schema)["component"]["name"].clone(),
+                r.components_binding(schema)["components"]
+                    .as_array()
+                    .expect("list")
+                    .iter()
+                    .map(|c| c["component"]["name"].clone())
+                    .collect(),
+            ),
+            SchemaVersion::V3Alpha1 => (
+                r.cd_binding(schema)["metadata"]["name"].clone(),
+                r.components_binding(schema)
+                    .as_array()
+                    .expect("list")
+                    .iter()
+                    .map(|c| c["metadata"]["name"].clone())
+                    .collect(),
+            ),
+        };
+        assert_eq!(cd_name, serde_json::json!(name));
+        let mut names: Vec<String> = names
+            .iter()
+            .map(|n| n.as_str().expect("name").to_string())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            vec![name.clone(), format!("{name}-ref1"), format!("{name}-ref2")]
+        );
+    }
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {

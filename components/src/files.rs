@@ -65,6 +65,8 @@ impl Tree {
                 match std::fs::symlink_metadata(&path) {
                     Err(_) => Ok(None),
                     Ok(m) if m.is_dir() => Ok(None),
+                    // A link could lead out of the repository.
+                    Ok(m) if m.file_type().is_symlink() => Err(format!("{rel} is a symbolic link")),
                     Ok(_) => read_bounded(&path).map(Some),
                 }
             }

@@ -326,7 +326,10 @@ async fn guided_tour_component_from_a_real_registry_cold_warm_offline() {
     .component_version(&ctx, TOUR, "1.0.0")
     .await
     .expect_err("offline, cold");
-    assert!(err.to_string().contains(TOUR), "{err}");
+    assert!(
+        err.to_string().contains(TOUR) && err.to_string().contains("offline"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -840,3 +840,145 @@ async fn guided_tour_from_a_ctf_archive_without_any_registry() {
         .expect_err("not mirrored");
     assert!(err.to_string().contains("echo-server-image"), "{err}");
 }
+
+/// Writes a CTF directory by hand: `blobs` and `(repository, tag, digest)` entries.
+fn write_ctf(dir: &std::path::Path, blobs: &[Vec<u8>], index: &[(String, String, String)]) {
+    std::fs::create_dir_all(dir.join("blobs")).expect("mkdir");
+    for b in blobs {
+        let d = landscaper_sources::archive::sha256_digest(b);
+        std::fs::write(dir.join("blobs").join(d.replace(':', ".")), b).expect("blob");
+    }
+    let artifacts: Vec<serde_json::Value> = index
+        .iter()
+        .map(|(r, t, d)| serde_json::json!({"repository": r, "tag": t, "digest": d}))
+        .collect();
+    std::fs::write(
+        dir.join("artifact-index.json"),
+        serde_json::to_vec(&serde_json::json!({"schemaVersion": 1, "artifacts": artifacts}))
+            .expect("json"),
+    )
+    .expect("index");
+}
+
+/// Forms other writers produce (FORMATS.md §4, §4.1): the legacy "cnudie" config and a plain
+/// JSON descriptor layer, an OCI index at the tag whose descriptor manifest is marked, a
+/// v3alpha1 descriptor, and a comma-composed `localReference` (concatenated layers).
+#[tokio::test]
+async fn legacy_json_layer_index_and_composed_local_blob() {
+    let sha = landscaper_sources::archive::sha256_digest;
+    let part1 = b"hello, ".to_vec();
+    let part2 = b"world".to_vec();
+    let descriptor = serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "ocm.software/v3alpha1", "kind": "ComponentVersion",
+        "metadata": {"name": "example.com/forms", "version": "1.0.0+build.7", "provider": {"name": "acme"}},
+        "repositoryContexts": [],
+        "spec": {"resources": [{"name": "joined", "type": "plainText", "version": "1", "relation": "local",
+            "access": {"type": "localBlob", "localReference": format!("{},{}", sha(&part1), sha(&part2)), "mediaType": "text/plain"}}]}
+    }))
+    .expect("json");
+    let layer = serde_json::json!({"mediaType": "application/vnd.gardener.cloud.cnudie.component-descriptor.v2+json",
+        "digest": sha(&descriptor), "size": descriptor.len()});
+    let config =
+        serde_json::to_vec(&serde_json::json!({"componentDescriptorLayer": layer})).expect("json");
+    let manifest = serde_json::to_vec(&serde_json::json!({"schemaVersion": 2,
+        "config": {"mediaType": "application/vnd.gardener.cloud.cnudie.component.config.v1+json", "digest": sha(&config), "size": config.len()},
+        "layers": [layer, {"mediaType": "text/plain", "digest": sha(&part1), "size": part1.len()},
+                   {"mediaType": "text/plain", "digest": sha(&part2), "size": part2.len()}]}))
+    .expect("json");
+    let index = serde_json::to_vec(&serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": sha(b"{}"), "size": 2},
+                      {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": sha(&manifest), "size": manifest.len(),
+                       "annotations": {"software.ocm.descriptor": "true"}}]}))
+    .expect("json");
+    let tmp = tempfile::tempdir().expect("tmp");
+    write_ctf(
+        &tmp.path().join("ctf"),
+        &[part1, part2, descriptor, config, manifest, index.clone()],
+        &[(
+            "component-descriptors/example.com/forms".into(),
+            "1.0.0.build-build.7".into(),
+            sha(&index),
+        )],
+    );
+    let c = components(tmp.path());
+    let cv = c
+        .component_version(&ctf("ctf"), "example.com/forms", "1.0.0+build.7")
+        .await
+        .expect("loads");
+    assert_eq!(cv.schema_version, SchemaVersion::V3Alpha1);
+    // The CTF is intermediate: its own context was added as repository context.
+    assert_eq!(
+        cv.v2["component"]["repositoryContexts"][0]["type"],
+        "CommonTransportFormat/v1"
+    );
+    let a = c.resource(&cv, "joined").await.expect("composed");
+    assert_eq!(&a.bytes[..], b"hello, world");
+    assert_eq!(a.media_type, "text/plain");
+    // An artifact that is no component (an image config) is refused as such.
+    let image_config = b"{\"architecture\":\"amd64\"}".to_vec();
+    let image = serde_json::to_vec(&serde_json::json!({"schemaVersion": 2,
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": sha(&image_config), "size": image_config.len()},
+        "layers": []}))
+    .expect("json");
+    write_ctf(
+        &tmp.path().join("image"),
+        &[image_config, image.clone()],
+        &[(
+            "component-descriptors/example.com/forms".into(),
+            "1.0.0".into(),
+            sha(&image),
+        )],
+    );
+    let err = c
+        .component_version(&ctf("image"), "example.com/forms", "1.0.0")
+        .await
+        .expect_err("no component");
+    assert!(err.to_string().contains("no component"), "{err}");
+}
+
+#[tokio::test]
+async fn component_archive_as_tar_and_tgz() {
+    let Some(dir) = data("component_archive_as_tar_and_tgz") else {
+        return;
+    };
+    let src = dir.join("guided-tour/components/helm-chart/component");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut files = BTreeMap::new();
+    files.insert(
+        "component-descriptor.yaml".to_string(),
+        std::fs::read(src.join("component-descriptor.yaml")).expect("read"),
+    );
+    for e in std::fs::read_dir(src.join("blobs"))
+        .expect("blobs")
+        .flatten()
+    {
+        files.insert(
+            format!("blobs/{}", e.file_name().to_string_lossy()),
+            std::fs::read(e.path()).expect("read"),
+        );
+    }
+    let tar = landscaper_components::archive::tar_files(&files);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &tar).expect("gzip");
+    std::fs::write(tmp.path().join("ca.tar"), &tar).expect("write");
+    std::fs::write(tmp.path().join("ca.tgz"), gz.finish().expect("gzip")).expect("write");
+    let c = components(tmp.path());
+    let name = "github.com/gardener/landscaper-examples/guided-tour/helm-chart";
+    for f in ["ca.tar", "ca.tgz"] {
+        let entries = Components::describe_archive(&tmp.path().join(f)).expect(f);
+        assert_eq!(
+            (entries[0].component.as_str(), entries[0].resources),
+            (name, 3)
+        );
+        let ctx = common::ctx(serde_json::json!({"type": "ComponentArchive", "filePath": f}));
+        let cv = c.component_version(&ctx, name, "1.0.0").await.expect(f);
+        let files =
+            blueprint_files(&c.resource(&cv, "blueprint").await.expect("blob")).expect("blueprint");
+        assert!(files.contains_key("blueprint.yaml"));
+        let err = c
+            .component_version(&ctx, name, "2.0.0")
+            .await
+            .expect_err("other version");
+        assert!(matches!(err, ComponentError::NotFound { .. }), "{err}");
+    }
+}

@@ -982,3 +982,71 @@ async fn component_archive_as_tar_and_tgz() {
         assert!(matches!(err, ComponentError::NotFound { .. }), "{err}");
     }
 }
+
+/// A `localBlob` whose media type is an OCI manifest type names a nested manifest of the CTF;
+/// it is served as an artifact set, from which the chart layer is found by media type.
+#[tokio::test]
+async fn nested_manifest_local_blob_is_an_artifact_set() {
+    let sha = landscaper_sources::archive::sha256_digest;
+    let files: BTreeMap<String, Vec<u8>> = [(
+        "app/Chart.yaml".to_string(),
+        b"name: app\nversion: 1.0.0\n".to_vec(),
+    )]
+    .into();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &landscaper_components::archive::tar_files(&files))
+        .expect("gzip");
+    let chart = gz.finish().expect("gzip");
+    let prov = b"-----BEGIN PGP SIGNED MESSAGE-----".to_vec();
+    let helm_config = br#"{"name":"app","version":"1.0.0"}"#.to_vec();
+    let chart_manifest = serde_json::to_vec(&serde_json::json!({"schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.cncf.helm.config.v1+json", "digest": sha(&helm_config), "size": helm_config.len()},
+        "layers": [{"mediaType": "application/vnd.cncf.helm.chart.provenance.v1.prov", "digest": sha(&prov), "size": prov.len()},
+                   {"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "digest": sha(&chart), "size": chart.len()}]}))
+    .expect("json");
+    let descriptor = format!(
+        "meta: {{schemaVersion: v2}}\ncomponent:\n  name: example.com/nested\n  version: 1.0.0\n  provider: acme\n  repositoryContexts: []\n  resources:\n  - {{name: chart, type: helmChart, version: 1.0.0, relation: local, access: {{type: localBlob, localReference: '{}', mediaType: application/vnd.oci.image.manifest.v1+json, referenceName: charts/app:1.0.0}}}}\n",
+        sha(&chart_manifest)
+    );
+    let tar = landscaper_components::ocm::descriptor_tar(descriptor.as_bytes());
+    let layer = serde_json::json!({"mediaType": landscaper_components::ocm::DESCRIPTOR_TAR_MEDIA_TYPE, "digest": sha(&tar), "size": tar.len()});
+    let config =
+        serde_json::to_vec(&serde_json::json!({"componentDescriptorLayer": layer})).expect("json");
+    let manifest = serde_json::to_vec(&serde_json::json!({"schemaVersion": 2,
+        "config": {"mediaType": landscaper_components::ocm::CONFIG_MEDIA_TYPE, "digest": sha(&config), "size": config.len()},
+        "layers": [layer, {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": sha(&chart_manifest), "size": chart_manifest.len()}]}))
+    .expect("json");
+    let tmp = tempfile::tempdir().expect("tmp");
+    write_ctf(
+        &tmp.path().join("ctf"),
+        &[
+            chart.clone(),
+            prov,
+            helm_config,
+            chart_manifest,
+            tar,
+            config,
+            manifest.clone(),
+        ],
+        &[(
+            "component-descriptors/example.com/nested".into(),
+            "1.0.0".into(),
+            sha(&manifest),
+        )],
+    );
+    let c = components(tmp.path());
+    let cv = c
+        .component_version(&ctf("ctf"), "example.com/nested", "1.0.0")
+        .await
+        .expect("loads");
+    let a = c.resource(&cv, "chart").await.expect("artifact set");
+    assert_eq!(
+        a.media_type,
+        "application/vnd.oci.image.manifest.v1+tar+gzip"
+    );
+    assert_eq!(
+        helm_chart_tgz(&a).expect("chart layer by media type"),
+        chart
+    );
+}

@@ -154,7 +154,7 @@ pub fn json_schema(a: &Artifact) -> Result<Value, ComponentError> {
 }
 
 /// Fills in component, version and resource of a [`ComponentError::Content`] raised by the
-/// functions above (they only see bytes).
+/// functions above (they only see bytes; their errors name the artifact's digest).
 pub fn in_context(
     err: ComponentError,
     component: &str,
@@ -338,6 +338,28 @@ mod tests {
         assert_eq!(
             json_schema(&Artifact::new("x", b"type: string\n".to_vec())).expect("yaml"),
             want
+        );
+    }
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+
+    #[test]
+    fn content_errors_name_the_resource_once_in_context() {
+        let a = Artifact::new("text/plain", b"x".to_vec());
+        let err = blueprint_files(&a).expect_err("not a blueprint");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("artifact {}:", a.digest)),
+            "{err}"
+        );
+        let err = in_context(err, "example.com/a", "1.0.0", "blueprint");
+        assert!(
+            err.to_string()
+                .starts_with("resource \"blueprint\" of component version example.com/a:1.0.0:"),
+            "{err}"
         );
     }
 }

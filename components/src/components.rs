@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use landscaper_sources::http::HttpTransport;
 use landscaper_sources::{ChartCache, SecretData};
 
-use crate::files::{ComponentArchive, Ctf, LocalRepository, archive_kind};
+use crate::files::{AnyArchive, LocalRepository};
 use crate::{
     Artifact, BoxFuture, ComponentError, ComponentSource, ComponentVersion, RepositoryContext,
     RepositoryKind,
@@ -55,29 +55,16 @@ pub struct ArchiveEntry {
     pub resources: usize,
 }
 
-/// An opened archive, reused while the file is unchanged.
-enum Opened {
-    Ctf(Arc<Ctf>),
-    Archive(Arc<ComponentArchive>),
-}
-
-impl Clone for Opened {
-    fn clone(&self) -> Self {
-        match self {
-            Opened::Ctf(c) => Opened::Ctf(c.clone()),
-            Opened::Archive(a) => Opened::Archive(a.clone()),
-        }
-    }
-}
-
 type Stamp = (Option<SystemTime>, u64);
 
 pub struct Components {
     pub(crate) config: ComponentsConfig,
     archives: RwLock<Vec<PathBuf>>,
-    opened: Mutex<BTreeMap<PathBuf, (Stamp, Opened)>>,
+    opened: Mutex<BTreeMap<PathBuf, (Stamp, Arc<AnyArchive>)>>,
     /// Cache digests read for a component version (by its manifest digest), for pinning.
     blobs: Mutex<BTreeMap<String, BTreeSet<String>>>,
+    /// Extra trusted CA certificates (PEM) for registries.
+    registry_ca: RwLock<Option<Vec<u8>>>,
 }
 
 fn stamp(path: &Path) -> Stamp {
@@ -93,7 +80,19 @@ impl Components {
             archives: RwLock::new(Vec::new()),
             opened: Mutex::new(BTreeMap::new()),
             blobs: Mutex::new(BTreeMap::new()),
+            registry_ca: RwLock::new(None),
         }
+    }
+
+    /// Trusts these CA certificates (PEM) for registries, besides the system's.
+    pub fn set_registry_ca(&self, pem: Option<Vec<u8>>) {
+        if let Ok(mut ca) = self.registry_ca.write() {
+            *ca = pem;
+        }
+    }
+
+    pub(crate) fn registry_ca(&self) -> Option<Vec<u8>> {
+        self.registry_ca.read().ok().and_then(|c| c.clone())
     }
 
     pub(crate) fn record_blobs(&self, manifest_digest: &str, digests: Vec<String>) {
@@ -143,19 +142,11 @@ impl Components {
 
     /// What an archive (CTF or component archive) holds.
     pub fn describe_archive(path: &Path) -> Result<Vec<ArchiveEntry>, ComponentError> {
-        match archive_kind(path) {
-            Some(RepositoryKind::Ctf { .. }) => Ok(Ctf::open(path)?.describe()),
-            Some(RepositoryKind::ComponentArchive { .. }) => {
-                ComponentArchive::open(path)?.describe()
-            }
-            _ => Err(ComponentError::archive(
-                path,
-                "neither a CTF (artifact-index.json) nor a component archive (component-descriptor.yaml)",
-            )),
-        }
+        AnyArchive::open(path)?.describe()
     }
 
-    fn open(&self, path: &Path, ctf: bool) -> Result<Opened, ComponentError> {
+    /// Opens (or reuses while the file is unchanged) an archive.
+    fn open(&self, path: &Path) -> Result<Arc<AnyArchive>, ComponentError> {
         let s = stamp(path);
         if let Ok(map) = self.opened.lock()
             && let Some((old, opened)) = map.get(path)
@@ -163,15 +154,21 @@ impl Components {
         {
             return Ok(opened.clone());
         }
-        let opened = if ctf {
-            Opened::Ctf(Arc::new(Ctf::open(path)?))
-        } else {
-            Opened::Archive(Arc::new(ComponentArchive::open(path)?))
-        };
+        let opened = Arc::new(AnyArchive::open(path)?);
         if let Ok(mut map) = self.opened.lock() {
             map.insert(path.to_path_buf(), (s, opened.clone()));
         }
         Ok(opened)
+    }
+
+    /// Opens a file repository of the expected kind.
+    fn open_kind(&self, path: &Path, ctf: bool) -> Result<Arc<AnyArchive>, ComponentError> {
+        let opened = self.open(path)?;
+        match (&*opened, ctf) {
+            (AnyArchive::Ctf(_), true) | (AnyArchive::ComponentArchive(_), false) => Ok(opened),
+            (_, true) => Err(ComponentError::archive(path, "not a CTF")),
+            (_, false) => Err(ComponentError::archive(path, "not a component archive")),
+        }
     }
 
     /// A context's `filePath` below the local root.
@@ -208,31 +205,29 @@ impl Components {
         self.archives.read().map(|a| a.clone()).unwrap_or_default()
     }
 
-    /// Looks `name:version` up in the registered archives (the mirror).
+    /// Looks `name:version` up in the registered archives (the mirror). An archive that
+    /// cannot be read does not stop the search (other installations stay unaffected); its
+    /// error is returned alongside for when nothing else has the component.
     fn lookup_archives(
         &self,
         name: &str,
         version: &str,
-    ) -> Result<Option<ComponentVersion>, ComponentError> {
+    ) -> (Option<ComponentVersion>, Option<ComponentError>) {
+        let mut first_error = None;
         for path in self.registered() {
-            let found = match archive_kind(&path) {
-                Some(RepositoryKind::Ctf { .. }) => match self.open(&path, true)? {
-                    Opened::Ctf(c) => c.component_version(name, version),
-                    Opened::Archive(_) => continue,
-                },
-                Some(RepositoryKind::ComponentArchive { .. }) => match self.open(&path, false)? {
-                    Opened::Archive(a) => a.component_version(name, version),
-                    Opened::Ctf(_) => continue,
-                },
-                _ => continue,
-            };
+            let found = self
+                .open(&path)
+                .and_then(|a| a.component_version(name, version));
             match found {
-                Ok(cv) => return Ok(Some(cv)),
+                Ok(cv) => return (Some(cv), None),
                 Err(ComponentError::NotFound { .. }) => {}
-                Err(e) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(archive = %path.display(), error = %e, "component archive unusable");
+                    first_error.get_or_insert(e);
+                }
             }
         }
-        Ok(None)
+        (None, first_error)
     }
 
     async fn lookup(
@@ -241,39 +236,44 @@ impl Components {
         name: &str,
         version: &str,
     ) -> Result<ComponentVersion, ComponentError> {
-        if let Some(cv) = self.lookup_archives(name, version)? {
+        let (found, archive_error) = self.lookup_archives(name, version);
+        if let Some(cv) = found {
             return Ok(cv);
         }
-        match &ctx.kind {
+        let result = match &ctx.kind {
             RepositoryKind::Local { file_path } => {
-                let root = self.resolve_file(file_path, ctx)?;
-                LocalRepository::new(root, ctx.clone()).component_version(name, version)
+                self.resolve_file(file_path, ctx).and_then(|root| {
+                    LocalRepository::new(root, ctx.clone()).component_version(name, version)
+                })
             }
-            RepositoryKind::Ctf { file_path } => {
-                let path = self.resolve_file(file_path, ctx)?;
-                match self.open(&path, true)? {
-                    Opened::Ctf(c) => c.component_version(name, version).map(|mut cv| {
+            RepositoryKind::Ctf { file_path } | RepositoryKind::ComponentArchive { file_path } => {
+                let ctf = matches!(ctx.kind, RepositoryKind::Ctf { .. });
+                self.resolve_file(file_path, ctx)
+                    .and_then(|path| self.open_kind(&path, ctf))
+                    .and_then(|a| a.component_version(name, version))
+                    .map(|mut cv| {
                         cv.repository_context = ctx.clone();
                         cv
-                    }),
-                    Opened::Archive(_) => Err(ComponentError::archive(&path, "not a CTF")),
-                }
-            }
-            RepositoryKind::ComponentArchive { file_path } => {
-                let path = self.resolve_file(file_path, ctx)?;
-                match self.open(&path, false)? {
-                    Opened::Archive(a) => a.component_version(name, version).map(|mut cv| {
-                        cv.repository_context = ctx.clone();
-                        cv
-                    }),
-                    Opened::Ctf(_) => {
-                        Err(ComponentError::archive(&path, "not a component archive"))
-                    }
-                }
+                    })
             }
             RepositoryKind::Oci { .. } => {
                 crate::registry::component_version(self, ctx, name, version).await
             }
+        };
+        match (result, archive_error) {
+            // Nothing has it, and an archive of the folder could not be read: on an air-gapped
+            // host that is the likelier reason; both are named.
+            (Err(err), Some(ComponentError::Archive { path, reason })) => {
+                Err(ComponentError::Archive {
+                    path,
+                    reason: format!("{reason} (looked there for {name}:{version}; then {err})"),
+                })
+            }
+            (Err(err), Some(other)) => Err(ComponentError::Archive {
+                path: "manifests folder".into(),
+                reason: format!("{other} (looked there for {name}:{version}; then {err})"),
+            }),
+            (result, _) => result,
         }
     }
 
@@ -283,47 +283,83 @@ impl Components {
         resource_name: &str,
     ) -> Result<Artifact, ComponentError> {
         let ctx = &cv.repository_context;
-        // Found in a registered archive (its context names the archive's absolute path)?
-        let registered = self.registered();
         match &ctx.kind {
-            RepositoryKind::Ctf { file_path } => {
-                let path = if registered.contains(file_path) {
+            RepositoryKind::Ctf { file_path } | RepositoryKind::ComponentArchive { file_path } => {
+                let ctf = matches!(ctx.kind, RepositoryKind::Ctf { .. });
+                // Found in a registered archive (its context names the archive's own path)?
+                let path = if self.registered().contains(file_path) {
                     file_path.clone()
                 } else {
                     self.resolve_file(file_path, ctx)?
                 };
-                match self.open(&path, true)? {
-                    Opened::Ctf(c) => match c.resource(cv, resource_name) {
-                        // An external artifact not mirrored in the CTF: from its registry.
-                        Err(ComponentError::Content { reason, .. })
-                            if reason.contains("is not in the CTF") && !self.config.offline =>
-                        {
-                            crate::registry::resource(self, cv, resource_name).await
+                match self.open_kind(&path, ctf)?.resource(cv, resource_name) {
+                    // An external artifact not in this CTF: from another registered CTF, else
+                    // from its registry.
+                    Err(err @ ComponentError::Content { .. })
+                        if err.to_string().contains("is not in the CTF") =>
+                    {
+                        if let Some(found) = self.mirrored_artifact(cv, resource_name)? {
+                            return Ok(found);
                         }
-                        other => other,
-                    },
-                    Opened::Archive(_) => Err(ComponentError::archive(&path, "not a CTF")),
-                }
-            }
-            RepositoryKind::ComponentArchive { file_path } => {
-                let path = if registered.contains(file_path) {
-                    file_path.clone()
-                } else {
-                    self.resolve_file(file_path, ctx)?
-                };
-                match self.open(&path, false)? {
-                    Opened::Archive(a) => a.resource(cv, resource_name),
-                    Opened::Ctf(_) => {
-                        Err(ComponentError::archive(&path, "not a component archive"))
+                        if self.config.offline {
+                            return Err(err);
+                        }
+                        crate::registry::resource(self, cv, resource_name).await
                     }
+                    other => other,
                 }
             }
             RepositoryKind::Local { file_path } => {
                 let root = self.resolve_file(file_path, ctx)?;
                 LocalRepository::new(root, ctx.clone()).resource(cv, resource_name)
             }
-            RepositoryKind::Oci { .. } => crate::registry::resource(self, cv, resource_name).await,
+            RepositoryKind::Oci { .. } => {
+                if let Some(found) = self.mirrored_artifact(cv, resource_name)? {
+                    return Ok(found);
+                }
+                crate::registry::resource(self, cv, resource_name).await
+            }
         }
+    }
+
+    /// An `ociArtifact` resource found in a registered CTF (same repository path and tag or
+    /// digest; the registry host is not compared): the air-gapped mirror of external artifacts.
+    fn mirrored_artifact(
+        &self,
+        cv: &ComponentVersion,
+        resource_name: &str,
+    ) -> Result<Option<Artifact>, ComponentError> {
+        let (access, ty) = crate::resource_access(cv, resource_name)?;
+        let base = ty
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if !matches!(base.as_str(), "ociartifact" | "ociregistry" | "ociimage") {
+            return Ok(None);
+        }
+        let Some(image) = crate::descriptor::access_field(&access, "imageReference") else {
+            return Ok(None);
+        };
+        let Ok(reference) = landscaper_sources::oci::Reference::parse(image) else {
+            return Ok(None);
+        };
+        for path in self.registered() {
+            let Ok(archive) = self.open(&path) else {
+                continue;
+            };
+            if let AnyArchive::Ctf(ctf) = &*archive
+                && let Some(found) = ctf.oci_artifact(
+                    &reference.repository,
+                    reference.tag.as_deref(),
+                    reference.digest.as_deref(),
+                    (&cv.name, &cv.version),
+                )?
+            {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -154,7 +154,7 @@ pub fn json_schema(a: &Artifact) -> Result<Value, ComponentError> {
 }
 
 /// Fills in component, version and resource of a [`ComponentError::Content`] raised by the
-/// functions above (they only see bytes).
+/// functions above (they only see bytes; their errors name the artifact's digest).
 pub fn in_context(
     err: ComponentError,
     component: &str,
@@ -169,5 +169,197 @@ pub fn in_context(
             reason,
         },
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::archive::{build_artifact_set, tar_files};
+    use landscaper_sources::archive::sha256_digest;
+
+    fn blueprint_tar() -> Vec<u8> {
+        let files: BTreeMap<String, Vec<u8>> = [
+            (
+                "blueprint.yaml".to_string(),
+                b"apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\n".to_vec(),
+            ),
+            ("data/x".to_string(), b"x".to_vec()),
+        ]
+        .into();
+        tar_files(&files)
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, bytes).expect("gzip");
+        gz.finish().expect("gzip")
+    }
+
+    fn oci_set(config_type: &str, layer_type: &str, layer: &[u8]) -> Vec<u8> {
+        let config = b"{}".to_vec();
+        let manifest = serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2, "mediaType": OCI_MANIFEST_MEDIA_TYPE,
+            "config": {"mediaType": config_type, "digest": sha256_digest(&config), "size": 2},
+            "layers": [{"mediaType": layer_type, "digest": sha256_digest(layer), "size": layer.len()}],
+        }))
+        .expect("json");
+        build_artifact_set(
+            OCI_MANIFEST_MEDIA_TYPE,
+            &sha256_digest(&manifest),
+            &manifest,
+            &[
+                (sha256_digest(&config), config),
+                (sha256_digest(layer), layer.to_vec()),
+            ],
+        )
+    }
+
+    #[test]
+    fn every_blueprint_archive_media_type_gzipped_or_not() {
+        let tar = blueprint_tar();
+        let tgz = gzip(&tar);
+        for mt in BLUEPRINT_ARCHIVE_MEDIA_TYPES {
+            for bytes in [&tar, &tgz] {
+                let files = blueprint_files(&Artifact::new(*mt, bytes.clone())).expect(mt);
+                assert_eq!(files.len(), 2, "{mt}");
+            }
+        }
+        let err =
+            blueprint_files(&Artifact::new("text/plain", tar.clone())).expect_err("other type");
+        assert!(
+            err.to_string()
+                .contains("does not match blueprint downloader"),
+            "{err}"
+        );
+        let no_root: BTreeMap<String, Vec<u8>> =
+            [("sub/blueprint.yaml".to_string(), b"x".to_vec())].into();
+        assert!(blueprint_files(&Artifact::new("application/x-tar", tar_files(&no_root))).is_err());
+    }
+
+    #[test]
+    fn blueprint_as_its_own_oci_artifact() {
+        let layer = gzip(&blueprint_tar());
+        let by_config = oci_set(
+            BLUEPRINT_CONFIG_MEDIA_TYPE,
+            "application/octet-stream",
+            &layer,
+        );
+        let by_layer = oci_set(
+            "application/vnd.oci.image.config.v1+json",
+            "application/vnd.gardener.landscaper.blueprint.layer.v1.tar+gzip",
+            &layer,
+        );
+        for set in [by_config, by_layer] {
+            let a = Artifact::new("application/vnd.oci.image.manifest.v1+tar+gzip", set);
+            assert!(
+                blueprint_files(&a)
+                    .expect("artifact set")
+                    .contains_key("blueprint.yaml")
+            );
+        }
+        let image = oci_set(
+            "application/vnd.oci.image.config.v1+json",
+            "application/vnd.oci.image.layer.v1.tar+gzip",
+            &layer,
+        );
+        let err = blueprint_files(&Artifact::new(
+            "application/vnd.oci.image.manifest.v1+tar+gzip",
+            image,
+        ))
+        .expect_err("no blueprint");
+        assert!(err.to_string().contains("no blueprint"), "{err}");
+    }
+
+    #[test]
+    fn charts_from_blobs_and_artifact_sets() {
+        let chart = gzip(&tar_files(
+            &[("app/Chart.yaml".to_string(), b"name: app".to_vec())].into(),
+        ));
+        assert_eq!(
+            helm_chart_tgz(&Artifact::new(HELM_CHART_LAYER_MEDIA_TYPE, chart.clone()))
+                .expect("blob"),
+            chart
+        );
+        let legacy = oci_set(
+            "application/vnd.cncf.helm.config.v1+json",
+            HELM_LEGACY_CHART_LAYER_MEDIA_TYPE,
+            &chart,
+        );
+        assert_eq!(
+            helm_chart_tgz(&Artifact::new(
+                "application/vnd.oci.image.manifest.v1+tar+gzip",
+                legacy
+            ))
+            .expect("legacy"),
+            chart
+        );
+        assert!(
+            helm_chart_tgz(&Artifact::new(
+                HELM_CHART_LAYER_MEDIA_TYPE,
+                b"not gzip".to_vec()
+            ))
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn tampered_artifact_set_blobs_are_refused() {
+        let layer = gzip(&blueprint_tar());
+        let set = oci_set(
+            BLUEPRINT_CONFIG_MEDIA_TYPE,
+            "application/octet-stream",
+            &layer,
+        );
+        // Re-pack with the layer's content changed but its name kept.
+        let mut files = crate::archive::untar(&set, 1 << 20).expect("untar");
+        let name = format!("blobs/{}", sha256_digest(&layer).replacen(':', ".", 1));
+        files.insert(name, gzip(b"tampered"));
+        let err = blueprint_files(&Artifact::new(
+            "application/vnd.oci.image.manifest.v1+tar+gzip",
+            tar_files(&files),
+        ))
+        .expect_err("digest mismatch");
+        assert!(err.to_string().contains("digest mismatch"), "{err}");
+    }
+
+    #[test]
+    fn json_schemas_plain_gzipped_or_yaml() {
+        let schema = br#"{"type": "string"}"#;
+        let want = serde_json::json!({"type": "string"});
+        assert_eq!(
+            json_schema(&Artifact::new("application/json", schema.to_vec())).expect("plain"),
+            want
+        );
+        assert_eq!(
+            json_schema(&Artifact::new("x", gzip(schema))).expect("gzip"),
+            want
+        );
+        assert_eq!(
+            json_schema(&Artifact::new("x", b"type: string\n".to_vec())).expect("yaml"),
+            want
+        );
+    }
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+
+    #[test]
+    fn content_errors_name_the_resource_once_in_context() {
+        let a = Artifact::new("text/plain", b"x".to_vec());
+        let err = blueprint_files(&a).expect_err("not a blueprint");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("artifact {}:", a.digest)),
+            "{err}"
+        );
+        let err = in_context(err, "example.com/a", "1.0.0", "blueprint");
+        assert!(
+            err.to_string()
+                .starts_with("resource \"blueprint\" of component version example.com/a:1.0.0:"),
+            "{err}"
+        );
     }
 }

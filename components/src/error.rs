@@ -55,7 +55,7 @@ pub enum ComponentError {
     InvalidUri { uri: String, reason: String },
     #[error("cycle in component references: {chain}")]
     Cycle { chain: String },
-    #[error("resource {resource:?} of component version {component}:{version}: {reason}")]
+    #[error("{}", content_message(component, version, resource, reason))]
     Content {
         component: String,
         version: String,
@@ -96,5 +96,15 @@ impl ComponentError {
             path: path.display().to_string(),
             reason: reason.into(),
         }
+    }
+}
+
+/// `Content` errors raised where only the bytes are known name the artifact's digest instead
+/// (`content::in_context` fills in component, version and resource).
+fn content_message(component: &str, version: &str, resource: &str, reason: &str) -> String {
+    if component.is_empty() {
+        format!("artifact {resource}: {reason}")
+    } else {
+        format!("resource {resource:?} of component version {component}:{version}: {reason}")
     }
 }

@@ -65,6 +65,8 @@ impl Tree {
                 match std::fs::symlink_metadata(&path) {
                     Err(_) => Ok(None),
                     Ok(m) if m.is_dir() => Ok(None),
+                    // A link could lead out of the repository.
+                    Ok(m) if m.file_type().is_symlink() => Err(format!("{rel} is a symbolic link")),
                     Ok(_) => read_bounded(&path).map(Some),
                 }
             }
@@ -93,7 +95,10 @@ fn mismatch(cv: (&str, &str), what: &str, expected: &str, actual: String) -> Com
 
 impl Ctf {
     pub fn open(path: &Path) -> Result<Ctf, ComponentError> {
-        let tree = Tree::open(path)?;
+        Self::from_tree(path, Tree::open(path)?)
+    }
+
+    fn from_tree(path: &Path, tree: Tree) -> Result<Ctf, ComponentError> {
         let index_bytes = tree
             .get("artifact-index.json")
             .map_err(|e| ComponentError::archive(path, e))?
@@ -442,7 +447,10 @@ pub struct ComponentArchive {
 
 impl ComponentArchive {
     pub fn open(path: &Path) -> Result<ComponentArchive, ComponentError> {
-        let tree = Tree::open(path)?;
+        Self::from_tree(path, Tree::open(path)?)
+    }
+
+    fn from_tree(path: &Path, tree: Tree) -> Result<ComponentArchive, ComponentError> {
         let descriptor = tree
             .get("component-descriptor.yaml")
             .map_err(|e| ComponentError::archive(path, e))?
@@ -688,21 +696,206 @@ impl LocalRepository {
     }
 }
 
+/// A CTF or a component archive, detected by content (opened once).
+#[derive(Debug)]
+pub enum AnyArchive {
+    Ctf(Ctf),
+    ComponentArchive(ComponentArchive),
+}
+
+impl AnyArchive {
+    pub fn open(path: &Path) -> Result<AnyArchive, ComponentError> {
+        let tree = Tree::open(path)?;
+        let has = |name: &str| tree.get(name).ok().flatten().is_some();
+        if has("artifact-index.json") {
+            return Ctf::from_tree(path, tree).map(AnyArchive::Ctf);
+        }
+        if has("component-descriptor.yaml") {
+            return ComponentArchive::from_tree(path, tree).map(AnyArchive::ComponentArchive);
+        }
+        Err(ComponentError::archive(
+            path,
+            "neither a CTF (artifact-index.json) nor a component archive (component-descriptor.yaml)",
+        ))
+    }
+
+    pub fn component_version(
+        &self,
+        name: &str,
+        version: &str,
+    ) -> Result<ComponentVersion, ComponentError> {
+        match self {
+            AnyArchive::Ctf(c) => c.component_version(name, version),
+            AnyArchive::ComponentArchive(a) => a.component_version(name, version),
+        }
+    }
+
+    pub fn resource(
+        &self,
+        cv: &ComponentVersion,
+        resource_name: &str,
+    ) -> Result<Artifact, ComponentError> {
+        match self {
+            AnyArchive::Ctf(c) => c.resource(cv, resource_name),
+            AnyArchive::ComponentArchive(a) => a.resource(cv, resource_name),
+        }
+    }
+
+    pub fn describe(&self) -> Result<Vec<ArchiveEntry>, ComponentError> {
+        match self {
+            AnyArchive::Ctf(c) => Ok(c.describe()),
+            AnyArchive::ComponentArchive(a) => a.describe(),
+        }
+    }
+}
+
 /// Whether a file or directory is a CTF or a component archive (for the manifests folder
 /// scan).
 pub fn archive_kind(path: &Path) -> Option<RepositoryKind> {
-    let tree = Tree::open(path).ok()?;
     let file_path = path.to_path_buf();
-    if tree.get("artifact-index.json").ok().flatten().is_some() {
-        return Some(RepositoryKind::Ctf { file_path });
+    match AnyArchive::open(path).ok()? {
+        AnyArchive::Ctf(_) => Some(RepositoryKind::Ctf { file_path }),
+        AnyArchive::ComponentArchive(_) => Some(RepositoryKind::ComponentArchive { file_path }),
     }
-    if tree
-        .get("component-descriptor.yaml")
-        .ok()
-        .flatten()
-        .is_some()
-    {
-        return Some(RepositoryKind::ComponentArchive { file_path });
+}
+
+/// Writes a directory CTF in OCM's layout (FORMATS.md §4, §12.1): component versions with
+/// their local blobs as layers, and plain OCI artifacts (e.g. a chart an `ociArtifact` access
+/// names, so that an air-gapped host finds it in the CTF). For tests and tools.
+#[derive(Debug, Default)]
+pub struct CtfWriter {
+    blobs: BTreeMap<String, Vec<u8>>,
+    index: Vec<(String, String, String)>,
+}
+
+impl CtfWriter {
+    pub fn new() -> Self {
+        Self::default()
     }
-    None
+
+    fn blob(&mut self, bytes: Vec<u8>) -> serde_json::Value {
+        let digest = sha256_digest(&bytes);
+        let size = bytes.len();
+        self.blobs.insert(digest.clone(), bytes);
+        serde_json::json!({"digest": digest, "size": size})
+    }
+
+    fn manifest(&mut self, repository: String, tag: String, manifest: serde_json::Value) -> String {
+        let bytes = serde_json::to_vec(&manifest).unwrap_or_default();
+        let digest = sha256_digest(&bytes);
+        self.blobs.insert(digest.clone(), bytes);
+        self.index
+            .retain(|(r, t, _)| !(*r == repository && *t == tag));
+        self.index.push((repository, tag, digest.clone()));
+        digest
+    }
+
+    /// A component version; `local_blobs` (media type, bytes) become layers (a resource's
+    /// `localReference` is the blob's `sha256:` digest). Returns the manifest digest.
+    pub fn add_component(
+        &mut self,
+        descriptor: &[u8],
+        local_blobs: &[(String, Vec<u8>)],
+    ) -> Result<String, ComponentError> {
+        let ctx = RepositoryContext::for_file(RepositoryKind::Ctf {
+            file_path: "ctf".into(),
+        });
+        let value = crate::descriptor::parse_yaml(descriptor, "CTF writer")?;
+        let value = ComponentVersion::with_default_repository_context(value, &ctx.raw);
+        let cv = ComponentVersion::from_value(value, "CTF writer", ctx)?;
+        let tag = ocm::version_to_tag(&cv.version).ok_or_else(|| {
+            ComponentError::invalid(
+                "CTF writer",
+                format!("version {} is no semantic version", cv.version),
+            )
+        })?;
+        let mut layer = self.blob(ocm::descriptor_tar(descriptor));
+        layer["mediaType"] = ocm::DESCRIPTOR_TAR_MEDIA_TYPE.into();
+        let mut layers = vec![layer.clone()];
+        for (media_type, bytes) in local_blobs {
+            let mut l = self.blob(bytes.clone());
+            l["mediaType"] = media_type.as_str().into();
+            layers.push(l);
+        }
+        let config = serde_json::to_vec(&serde_json::json!({"componentDescriptorLayer": layer}))
+            .unwrap_or_default();
+        let mut config = self.blob(config);
+        config["mediaType"] = ocm::CONFIG_MEDIA_TYPE.into();
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": crate::content::OCI_MANIFEST_MEDIA_TYPE,
+            "config": config,
+            "layers": layers,
+            "annotations": {"software.ocm.componentversion": format!("{}:{}", cv.name, cv.version)},
+        });
+        Ok(self.manifest(
+            ocm::component_repository(None, crate::NameMapping::UrlPath, &cv.name),
+            tag,
+            manifest,
+        ))
+    }
+
+    /// A plain OCI artifact under `repository:tag` (config and layers as (media type, bytes)).
+    pub fn add_artifact(
+        &mut self,
+        repository: &str,
+        tag: &str,
+        config: (&str, Vec<u8>),
+        layers: &[(String, Vec<u8>)],
+    ) -> String {
+        let mut c = self.blob(config.1);
+        c["mediaType"] = config.0.into();
+        let ls: Vec<serde_json::Value> = layers
+            .iter()
+            .map(|(mt, bytes)| {
+                let mut l = self.blob(bytes.clone());
+                l["mediaType"] = mt.as_str().into();
+                l
+            })
+            .collect();
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": crate::content::OCI_MANIFEST_MEDIA_TYPE,
+            "config": c,
+            "layers": ls,
+        });
+        self.manifest(repository.to_string(), tag.to_string(), manifest)
+    }
+
+    /// Writes the CTF as a directory (created if needed).
+    pub fn write_dir(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir.join("blobs"))?;
+        for (digest, bytes) in &self.blobs {
+            std::fs::write(dir.join("blobs").join(digest.replacen(':', ".", 1)), bytes)?;
+        }
+        std::fs::write(dir.join("artifact-index.json"), self.index_json())
+    }
+
+    /// The CTF as one tar (artifact-index.json first, as OCM writes it); gzip it for `.tgz`.
+    pub fn to_tar(&self) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut append = |path: &str, bytes: &[u8]| {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            header.set_mtime(1_640_995_200);
+            header.set_entry_type(tar::EntryType::Regular);
+            let _ = builder.append_data(&mut header, path, bytes);
+        };
+        append("artifact-index.json", &self.index_json());
+        for (digest, bytes) in &self.blobs {
+            append(&format!("blobs/{}", digest.replacen(':', ".", 1)), bytes);
+        }
+        builder.into_inner().unwrap_or_default()
+    }
+
+    fn index_json(&self) -> Vec<u8> {
+        let artifacts: Vec<serde_json::Value> = self
+            .index
+            .iter()
+            .map(|(r, t, d)| serde_json::json!({"repository": r, "tag": t, "digest": d}))
+            .collect();
+        serde_json::to_vec(&serde_json::json!({"schemaVersion": 1, "artifacts": artifacts}))
+            .unwrap_or_default()
+    }
 }

@@ -30,10 +30,17 @@ struct Subject<'a> {
 fn map_source_error(s: Subject<'_>, e: SourceError) -> ComponentError {
     let retryable = e.is_retryable();
     match e {
-        SourceError::NotFound { .. } if s.resource.is_none() => ComponentError::NotFound {
+        SourceError::NotFound { detail, .. } if s.resource.is_none() => ComponentError::NotFound {
             component: s.component.to_string(),
             version: s.version.to_string(),
-            repository: s.repository.to_string(),
+            repository: if detail.contains("offline") {
+                format!(
+                    "{} (offline: only the cache and the archives are used)",
+                    s.repository
+                )
+            } else {
+                s.repository.to_string()
+            },
         },
         SourceError::DigestMismatch {
             what,
@@ -92,7 +99,8 @@ impl<'c> Session<'c> {
         let name = reference.name();
         let session =
             RegistrySession::new(config.transport.as_ref(), reference, credentials, limits)
-                .with_plain_http(insecure);
+                .with_plain_http(insecure)
+                .with_ca_pem(components.registry_ca());
         Ok(Session {
             components,
             session,

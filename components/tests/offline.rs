@@ -3,6 +3,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use common::{components, ctf, data, local};
 use landscaper_components::content::{blueprint_files, helm_chart_tgz, json_schema};
@@ -560,6 +561,47 @@ async fn template_shared_local_repository_has_both_schemas() {
         assert_eq!(list.as_array().map(Vec::len), Some(r.all.len()));
     }
     assert_eq!(v2, 4);
+    // template-30/31: `.cd` is the installation's component, `.components` the three.
+    let ctx = local("templates/shared_data/localocmrepository");
+    for (root, schema) in [
+        ("v2", SchemaVersion::V2),
+        ("v3alpha1", SchemaVersion::V3Alpha1),
+    ] {
+        let name = format!("example.com/landscaper-component-{root}");
+        let r = resolve_transitive(&c, &ctx, &name, "1.0.0", &Overwrites::default())
+            .await
+            .expect("resolves");
+        let (cd_name, names): (serde_json::Value, Vec<serde_json::Value>) = match schema {
+            SchemaVersion::V2 => (
+                r.cd_binding(schema)["component"]["name"].clone(),
+                r.components_binding(schema)["components"]
+                    .as_array()
+                    .expect("list")
+                    .iter()
+                    .map(|c| c["component"]["name"].clone())
+                    .collect(),
+            ),
+            SchemaVersion::V3Alpha1 => (
+                r.cd_binding(schema)["metadata"]["name"].clone(),
+                r.components_binding(schema)
+                    .as_array()
+                    .expect("list")
+                    .iter()
+                    .map(|c| c["metadata"]["name"].clone())
+                    .collect(),
+            ),
+        };
+        assert_eq!(cd_name, serde_json::json!(name));
+        let mut names: Vec<String> = names
+            .iter()
+            .map(|n| n.as_str().expect("name").to_string())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            vec![name.clone(), format!("{name}-ref1"), format!("{name}-ref2")]
+        );
+    }
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
@@ -637,5 +679,374 @@ async fn tampered_and_truncated_ctfs_fail_naming_the_component() {
     assert!(
         matches!(err, ComponentError::InvalidRepositoryContext { .. }),
         "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_broken_archive_in_the_folder_leaves_other_components_alone() {
+    let Some(dir) = data("a_broken_archive_in_the_folder") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let full =
+        std::fs::read(dir.join("ctf/ocm-0.20.0-compat-01/transport-archive.tar")).expect("tar");
+    let broken = tmp.path().join("broken.tar");
+    std::fs::write(&broken, &full[..full.len() / 2]).expect("write");
+    let c = components(&dir);
+    c.set_archives(vec![
+        broken.clone(),
+        dir.join("ctf/landscaper-container-2/registry-2"),
+    ]);
+    // Found elsewhere: unaffected.
+    let ok = c
+        .component_version(
+            &local(&format!("{CNUDIE}/valid-components")),
+            "example.com/landscaper-component",
+            "1.0.0",
+        )
+        .await
+        .expect("unaffected");
+    assert_eq!(ok.name, "example.com/landscaper-component");
+    let e2 = Components::describe_archive(&dir.join("ctf/landscaper-container-2/registry-2"))
+        .expect("r2");
+    c.component_version(&local("ctf"), &e2[0].component, &e2[0].version)
+        .await
+        .expect("from the second archive");
+    // Found nowhere: the archive's problem is named with the lookup.
+    let err = c
+        .component_version(
+            &local(&format!("{CNUDIE}/valid-components")),
+            "github.com/acme.org/helloworld",
+            "1.0.0",
+        )
+        .await
+        .expect_err("nowhere");
+    assert!(matches!(err, ComponentError::Archive { .. }), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("broken.tar") && text.contains("github.com/acme.org/helloworld:1.0.0"),
+        "{text}"
+    );
+}
+
+/// The air-gapped acceptance at the component layer: the guided tour's helm-chart component
+/// and its chart (as the OCI artifact the `ociArtifact` access names) in a CTF .tgz written by
+/// `CtfWriter`, registered as the folder's archive; the tour's Context (an OCI registry that
+/// is not reachable) resolves everything from the CTF without a single request.
+#[tokio::test]
+async fn guided_tour_from_a_ctf_archive_without_any_registry() {
+    let Some(dir) = data("guided_tour_from_a_ctf_archive") else {
+        return;
+    };
+    let base = dir.join("guided-tour/components/helm-chart");
+    let text = std::fs::read_to_string(base.join("component/component-descriptor.yaml"))
+        .expect("descriptor");
+    let blob_name = "sha256.e0a234552446487b1fe62a2d29ef0edfccaccc6c73b752e8fc54bb9314e0953f";
+    let blob = std::fs::read(base.join("component/blobs").join(blob_name)).expect("blob");
+    let descriptor = text.replace(blob_name, &blob_name.replace('.', ":"));
+    // The chart as Helm pushes it: config + chart layer (a .tgz of the chart directory).
+    let mut chart_files = BTreeMap::new();
+    let chart_dir = base.join("chart/echo-server");
+    let mut stack = vec![(chart_dir.clone(), "echo-server".to_string())];
+    while let Some((d, prefix)) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read").flatten() {
+            let rel = format!("{prefix}/{}", e.file_name().to_string_lossy());
+            if e.path().is_dir() {
+                stack.push((e.path(), rel));
+            } else {
+                chart_files.insert(rel, std::fs::read(e.path()).expect("read"));
+            }
+        }
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(
+        &mut gz,
+        &landscaper_components::archive::tar_files(&chart_files),
+    )
+    .expect("gzip");
+    let chart_tgz = gz.finish().expect("gzip");
+    let mut writer = landscaper_components::files::CtfWriter::new();
+    writer
+        .add_component(
+            descriptor.as_bytes(),
+            &[(
+                "application/vnd.gardener.landscaper.blueprint.v1+tar+gzip".into(),
+                blob,
+            )],
+        )
+        .expect("component");
+    writer.add_artifact(
+        "sap-gcp-cp-k8s-stable-hub/landscaper-examples/examples/charts/guided-tour/echo-server",
+        "1.0.0",
+        (
+            "application/vnd.cncf.helm.config.v1+json",
+            br#"{"name":"echo-server","version":"1.0.0"}"#.to_vec(),
+        ),
+        &[(
+            "application/vnd.cncf.helm.chart.content.v1.tar+gzip".into(),
+            chart_tgz.clone(),
+        )],
+    );
+    let tmp = tempfile::tempdir().expect("tmp");
+    let archive = tmp.path().join("guided-tour.ctf.tgz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &writer.to_tar()).expect("gzip");
+    std::fs::write(&archive, gz.finish().expect("gzip")).expect("write");
+    let entries = Components::describe_archive(&archive).expect("describes");
+    assert_eq!(
+        entries.len(),
+        1,
+        "only component versions are listed: {entries:?}"
+    );
+    assert_eq!(entries[0].resources, 3);
+
+    let transport = Arc::new(landscaper_sources::testing::MemoryTransport::new());
+    transport.set_unreachable(true);
+    let mut config = landscaper_components::ComponentsConfig::new(transport.clone());
+    config.cache = Some(Arc::new(
+        landscaper_sources::ChartCache::open(tmp.path().join("cache"), 1 << 30).expect("cache"),
+    ));
+    let c = Components::new(config);
+    c.set_archives(vec![archive.clone()]);
+    let ctx = common::ctx(serde_json::json!({"type": "ociRegistry",
+        "baseUrl": "europe-docker.pkg.dev/sap-gcp-cp-k8s-stable-hub/landscaper-examples/examples"}));
+    let name = "github.com/gardener/landscaper-examples/guided-tour/helm-chart";
+    let resolved = resolve_transitive(&c, &ctx, name, "1.0.0", &Overwrites::default())
+        .await
+        .expect("from the CTF");
+    let cv = &resolved.root;
+    let files =
+        blueprint_files(&c.resource(cv, "blueprint").await.expect("blueprint")).expect("files");
+    assert_eq!(
+        files.get("blueprint.yaml"),
+        Some(&std::fs::read(base.join("blueprint/blueprint.yaml")).expect("read"))
+    );
+    let chart = helm_chart_tgz(
+        &c.resource(cv, "echo-server-chart")
+            .await
+            .expect("chart from the CTF"),
+    )
+    .expect("chart");
+    assert_eq!(chart, chart_tgz);
+    assert!(
+        transport.requests().is_empty(),
+        "no requests: {:?}",
+        transport.requests()
+    );
+    // The image is not mirrored: a clear error naming the resource (the registry is unreachable).
+    let err = c
+        .resource(cv, "echo-server-image")
+        .await
+        .expect_err("not mirrored");
+    assert!(err.to_string().contains("echo-server-image"), "{err}");
+}
+
+/// Writes a CTF directory by hand: `blobs` and `(repository, tag, digest)` entries.
+fn write_ctf(dir: &std::path::Path, blobs: &[Vec<u8>], index: &[(String, String, String)]) {
+    std::fs::create_dir_all(dir.join("blobs")).expect("mkdir");
+    for b in blobs {
+        let d = landscaper_sources::archive::sha256_digest(b);
+        std::fs::write(dir.join("blobs").join(d.replace(':', ".")), b).expect("blob");
+    }
+    let artifacts: Vec<serde_json::Value> = index
+        .iter()
+        .map(|(r, t, d)| serde_json::json!({"repository": r, "tag": t, "digest": d}))
+        .collect();
+    std::fs::write(
+        dir.join("artifact-index.json"),
+        serde_json::to_vec(&serde_json::json!({"schemaVersion": 1, "artifacts": artifacts}))
+            .expect("json"),
+    )
+    .expect("index");
+}
+
+/// Forms other writers produce (FORMATS.md §4, §4.1): the legacy "cnudie" config and a plain
+/// JSON descriptor layer, an OCI index at the tag whose descriptor manifest is marked, a
+/// v3alpha1 descriptor, and a comma-composed `localReference` (concatenated layers).
+#[tokio::test]
+async fn legacy_json_layer_index_and_composed_local_blob() {
+    let sha = landscaper_sources::archive::sha256_digest;
+    let part1 = b"hello, ".to_vec();
+    let part2 = b"world".to_vec();
+    let descriptor = serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "ocm.software/v3alpha1", "kind": "ComponentVersion",
+        "metadata": {"name": "example.com/forms", "version": "1.0.0+build.7", "provider": {"name": "acme"}},
+        "repositoryContexts": [],
+        "spec": {"resources": [{"name": "joined", "type": "plainText", "version": "1", "relation": "local",
+            "access": {"type": "localBlob", "localReference": format!("{},{}", sha(&part1), sha(&part2)), "mediaType": "text/plain"}}]}
+    }))
+    .expect("json");
+    let layer = serde_json::json!({"mediaType": "application/vnd.gardener.cloud.cnudie.component-descriptor.v2+json",
+        "digest": sha(&descriptor), "size": descriptor.len()});
+    let config =
+        serde_json::to_vec(&serde_json::json!({"componentDescriptorLayer": layer})).expect("json");
+    let manifest = serde_json::to_vec(&serde_json::json!({"schemaVersion": 2,
+        "config": {"mediaType": "application/vnd.gardener.cloud.cnudie.component.config.v1+json", "digest": sha(&config), "size": config.len()},
+        "layers": [layer, {"mediaType": "text/plain", "digest": sha(&part1), "size": part1.len()},
+                   {"mediaType": "text/plain", "digest": sha(&part2), "size": part2.len()}]}))
+    .expect("json");
+    let index = serde_json::to_vec(&serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": sha(b"{}"), "size": 2},
+                      {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": sha(&manifest), "size": manifest.len(),
+                       "annotations": {"software.ocm.descriptor": "true"}}]}))
+    .expect("json");
+    let tmp = tempfile::tempdir().expect("tmp");
+    write_ctf(
+        &tmp.path().join("ctf"),
+        &[part1, part2, descriptor, config, manifest, index.clone()],
+        &[(
+            "component-descriptors/example.com/forms".into(),
+            "1.0.0.build-build.7".into(),
+            sha(&index),
+        )],
+    );
+    let c = components(tmp.path());
+    let cv = c
+        .component_version(&ctf("ctf"), "example.com/forms", "1.0.0+build.7")
+        .await
+        .expect("loads");
+    assert_eq!(cv.schema_version, SchemaVersion::V3Alpha1);
+    // The CTF is intermediate: its own context was added as repository context.
+    assert_eq!(
+        cv.v2["component"]["repositoryContexts"][0]["type"],
+        "CommonTransportFormat/v1"
+    );
+    let a = c.resource(&cv, "joined").await.expect("composed");
+    assert_eq!(&a.bytes[..], b"hello, world");
+    assert_eq!(a.media_type, "text/plain");
+    // An artifact that is no component (an image config) is refused as such.
+    let image_config = b"{\"architecture\":\"amd64\"}".to_vec();
+    let image = serde_json::to_vec(&serde_json::json!({"schemaVersion": 2,
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": sha(&image_config), "size": image_config.len()},
+        "layers": []}))
+    .expect("json");
+    write_ctf(
+        &tmp.path().join("image"),
+        &[image_config, image.clone()],
+        &[(
+            "component-descriptors/example.com/forms".into(),
+            "1.0.0".into(),
+            sha(&image),
+        )],
+    );
+    let err = c
+        .component_version(&ctf("image"), "example.com/forms", "1.0.0")
+        .await
+        .expect_err("no component");
+    assert!(err.to_string().contains("no component"), "{err}");
+}
+
+#[tokio::test]
+async fn component_archive_as_tar_and_tgz() {
+    let Some(dir) = data("component_archive_as_tar_and_tgz") else {
+        return;
+    };
+    let src = dir.join("guided-tour/components/helm-chart/component");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut files = BTreeMap::new();
+    files.insert(
+        "component-descriptor.yaml".to_string(),
+        std::fs::read(src.join("component-descriptor.yaml")).expect("read"),
+    );
+    for e in std::fs::read_dir(src.join("blobs"))
+        .expect("blobs")
+        .flatten()
+    {
+        files.insert(
+            format!("blobs/{}", e.file_name().to_string_lossy()),
+            std::fs::read(e.path()).expect("read"),
+        );
+    }
+    let tar = landscaper_components::archive::tar_files(&files);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &tar).expect("gzip");
+    std::fs::write(tmp.path().join("ca.tar"), &tar).expect("write");
+    std::fs::write(tmp.path().join("ca.tgz"), gz.finish().expect("gzip")).expect("write");
+    let c = components(tmp.path());
+    let name = "github.com/gardener/landscaper-examples/guided-tour/helm-chart";
+    for f in ["ca.tar", "ca.tgz"] {
+        let entries = Components::describe_archive(&tmp.path().join(f)).expect(f);
+        assert_eq!(
+            (entries[0].component.as_str(), entries[0].resources),
+            (name, 3)
+        );
+        let ctx = common::ctx(serde_json::json!({"type": "ComponentArchive", "filePath": f}));
+        let cv = c.component_version(&ctx, name, "1.0.0").await.expect(f);
+        let files =
+            blueprint_files(&c.resource(&cv, "blueprint").await.expect("blob")).expect("blueprint");
+        assert!(files.contains_key("blueprint.yaml"));
+        let err = c
+            .component_version(&ctx, name, "2.0.0")
+            .await
+            .expect_err("other version");
+        assert!(matches!(err, ComponentError::NotFound { .. }), "{err}");
+    }
+}
+
+/// A `localBlob` whose media type is an OCI manifest type names a nested manifest of the CTF;
+/// it is served as an artifact set, from which the chart layer is found by media type.
+#[tokio::test]
+async fn nested_manifest_local_blob_is_an_artifact_set() {
+    let sha = landscaper_sources::archive::sha256_digest;
+    let files: BTreeMap<String, Vec<u8>> = [(
+        "app/Chart.yaml".to_string(),
+        b"name: app\nversion: 1.0.0\n".to_vec(),
+    )]
+    .into();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &landscaper_components::archive::tar_files(&files))
+        .expect("gzip");
+    let chart = gz.finish().expect("gzip");
+    let prov = b"-----BEGIN PGP SIGNED MESSAGE-----".to_vec();
+    let helm_config = br#"{"name":"app","version":"1.0.0"}"#.to_vec();
+    let chart_manifest = serde_json::to_vec(&serde_json::json!({"schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.cncf.helm.config.v1+json", "digest": sha(&helm_config), "size": helm_config.len()},
+        "layers": [{"mediaType": "application/vnd.cncf.helm.chart.provenance.v1.prov", "digest": sha(&prov), "size": prov.len()},
+                   {"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "digest": sha(&chart), "size": chart.len()}]}))
+    .expect("json");
+    let descriptor = format!(
+        "meta: {{schemaVersion: v2}}\ncomponent:\n  name: example.com/nested\n  version: 1.0.0\n  provider: acme\n  repositoryContexts: []\n  resources:\n  - {{name: chart, type: helmChart, version: 1.0.0, relation: local, access: {{type: localBlob, localReference: '{}', mediaType: application/vnd.oci.image.manifest.v1+json, referenceName: charts/app:1.0.0}}}}\n",
+        sha(&chart_manifest)
+    );
+    let tar = landscaper_components::ocm::descriptor_tar(descriptor.as_bytes());
+    let layer = serde_json::json!({"mediaType": landscaper_components::ocm::DESCRIPTOR_TAR_MEDIA_TYPE, "digest": sha(&tar), "size": tar.len()});
+    let config =
+        serde_json::to_vec(&serde_json::json!({"componentDescriptorLayer": layer})).expect("json");
+    let manifest = serde_json::to_vec(&serde_json::json!({"schemaVersion": 2,
+        "config": {"mediaType": landscaper_components::ocm::CONFIG_MEDIA_TYPE, "digest": sha(&config), "size": config.len()},
+        "layers": [layer, {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": sha(&chart_manifest), "size": chart_manifest.len()}]}))
+    .expect("json");
+    let tmp = tempfile::tempdir().expect("tmp");
+    write_ctf(
+        &tmp.path().join("ctf"),
+        &[
+            chart.clone(),
+            prov,
+            helm_config,
+            chart_manifest,
+            tar,
+            config,
+            manifest.clone(),
+        ],
+        &[(
+            "component-descriptors/example.com/nested".into(),
+            "1.0.0".into(),
+            sha(&manifest),
+        )],
+    );
+    let c = components(tmp.path());
+    let cv = c
+        .component_version(&ctf("ctf"), "example.com/nested", "1.0.0")
+        .await
+        .expect("loads");
+    let a = c.resource(&cv, "chart").await.expect("artifact set");
+    assert_eq!(
+        a.media_type,
+        "application/vnd.oci.image.manifest.v1+tar+gzip"
+    );
+    assert_eq!(
+        helm_chart_tgz(&a).expect("chart layer by media type"),
+        chart
     );
 }

@@ -326,7 +326,10 @@ async fn guided_tour_component_from_a_real_registry_cold_warm_offline() {
     .component_version(&ctx, TOUR, "1.0.0")
     .await
     .expect_err("offline, cold");
-    assert!(err.to_string().contains(TOUR), "{err}");
+    assert!(
+        err.to_string().contains(TOUR) && err.to_string().contains("offline"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -484,5 +487,79 @@ async fn oci_layout_copied_with_skopeo_is_an_oci_artifact_chart() {
         files.keys().any(|k| k.ends_with("/Chart.yaml")),
         "{:?}",
         files.keys()
+    );
+}
+
+/// Figures for issue 18's benchmark at the component layer: 20 distinct component versions in
+/// the loopback registry, 200 lookups (component version + blueprint blob, as an installation
+/// needs), cold then warm cache. Prints the figures; asserts zero requests when warm.
+#[tokio::test]
+async fn twenty_components_two_hundred_lookups_cold_and_warm() {
+    let Some(dir) = common::data("twenty_components_two_hundred_lookups") else {
+        return;
+    };
+    if !DockerRegistry::available() {
+        eprintln!(
+            "SKIP twenty_components_two_hundred_lookups: no {}",
+            DockerRegistry::BINARY
+        );
+        return;
+    }
+    let work = tempfile::tempdir().expect("tmp");
+    let registry =
+        DockerRegistry::start(&work.path().join("storage"), work.path(), "").expect("registry");
+    let ctx = oci_ctx(registry.port, serde_json::json!({}));
+    let (descriptor, blob) = tour_descriptor(&dir, "127.0.0.1:1/none:1.0.0");
+    let text = String::from_utf8(descriptor).expect("utf8");
+    let pusher = components(
+        Arc::new(HyperTransport::new()),
+        &work.path().join("p"),
+        false,
+        vec![],
+    );
+    for i in 0..20 {
+        let d = text.replace(
+            "  version: 1.0.0\nmeta",
+            &format!("  version: 1.0.{i}\nmeta"),
+        );
+        push_component_version(
+            &pusher,
+            &ctx,
+            d.as_bytes(),
+            &[(
+                "application/vnd.gardener.landscaper.blueprint.v1+tar+gzip".into(),
+                blob.clone(),
+            )],
+        )
+        .await
+        .expect("pushed");
+    }
+    let cache = work.path().join("cache");
+    let mut figures = Vec::new();
+    for round in ["cold", "warm"] {
+        let counting = Arc::new(Counting::default());
+        let c = components(counting.clone(), &cache, false, vec![]);
+        let start = std::time::Instant::now();
+        for n in 0..200 {
+            let cv = c
+                .component_version(&ctx, TOUR, &format!("1.0.{}", n % 20))
+                .await
+                .expect("cv");
+            let a = c.resource(&cv, "blueprint").await.expect("blueprint");
+            assert!(!a.bytes.is_empty());
+        }
+        let requests = counting.count.load(Ordering::SeqCst);
+        figures.push(format!(
+            "{round}: {requests} registry requests ({:.2}/installation), {:?}",
+            requests as f64 / 200.0,
+            start.elapsed()
+        ));
+        if round == "warm" {
+            assert_eq!(requests, 0, "a warm cache makes no requests");
+        }
+    }
+    eprintln!(
+        "200 lookups of 20 component versions: {}",
+        figures.join("; ")
     );
 }

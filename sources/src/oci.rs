@@ -376,6 +376,7 @@ pub struct RegistrySession<'a> {
     authorization: Option<String>,
     limits: Limits,
     plain_http: bool,
+    ca_pem: Option<Vec<u8>>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -492,7 +493,14 @@ impl<'a> RegistrySession<'a> {
             authorization: None,
             limits,
             plain_http: false,
+            ca_pem: None,
         }
+    }
+
+    /// Extra trusted CA certificates (PEM) for this registry.
+    pub fn with_ca_pem(mut self, ca_pem: Option<Vec<u8>>) -> Self {
+        self.ca_pem = ca_pem;
+        self
     }
 
     /// Plain HTTP also for a registry that is not on loopback (an explicit `insecure`
@@ -556,7 +564,7 @@ impl<'a> RegistrySession<'a> {
             headers,
             max_bytes,
             timeout,
-            ca_pem: None,
+            ca_pem: self.ca_pem.clone(),
         };
         let result = if method == "GET" {
             get_following(self.transport, request).await

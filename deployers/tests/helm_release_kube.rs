@@ -445,7 +445,10 @@ fn wait_fails_an_upgrade_whose_objects_never_get_ready_and_atomic_rolls_back() {
         json!({"wait": true, "timeout": "1s"}),
     );
     let error = failing_job(&runtime, &deployer, &mut item, &target);
-    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "upgradeRelease")
+    );
     assert!(
         error.message.starts_with("unable to upgrade helm chart release: Upgrade \"rel\" failed: context deadline exceeded: Deployment is not ready: default/rel-web.")
             && error.message.contains("rel-web"),
@@ -536,7 +539,10 @@ fn a_target_failing_mid_upgrade_leaves_no_pending_or_duplicate_revision() {
     ));
     item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
     let error = failing_job(&runtime, &deployer, &mut item, &target);
-    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "upgradeRelease")
+    );
     assert!(error.is_retryable(), "{error:?}");
     assert!(
         error.message.contains("sh.helm.release.v1.rel.v2")
@@ -744,7 +750,10 @@ fn an_install_whose_deployment_never_gets_ready_times_out_naming_it() {
     let mut item = item(json!({}));
     with_install_args(&mut item, json!({"atomic": true, "timeout": "1s"}));
     let error = failing_job(&runtime, &deployer, &mut item, &target);
-    assert_eq!(error.operation, "InstallHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "installRelease")
+    );
     assert!(
         error.message.starts_with("unable to install helm chart release: release rel failed, and has been uninstalled due to atomic being set: context deadline exceeded: Deployment is not ready: default/rel-web. 0 out of 2 expected pods are ready"),
         "{}",
@@ -931,7 +940,10 @@ fn hook_jobs_of_the_deployers_release_run_in_weight_order_and_helm_shows_them() 
     item.spec.config.as_mut().unwrap()["values"] =
         json!({"greeting": "four", "preUpgrade": "Fail"});
     let error = failing_job(&runtime, &deployer, &mut item, &target);
-    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "upgradeRelease")
+    );
     for part in [
         "pre-upgrade hooks failed",
         "demo/templates/hooks.yaml",
@@ -1059,4 +1071,167 @@ fn helm_rollback_runs_the_rollback_hooks_the_deployer_recorded_and_a_reconcile_c
     );
     let history = helm.ok(&["history", "rel", "-n", "default"]);
     assert!(history.contains("Rollback to 1"), "{history}");
+}
+
+/// Landscaper retries a failing upgrade (every 5s until the item's timeout) with a new
+/// `helm upgrade` each time (`RealHelmDeployer.Deploy` finds the release and upgrades it;
+/// Helm's upgrade goes on top of the deployed revision, or of the failed one when none is
+/// deployed, with the next revision number and `MaxHistory = 10`): each attempt is one failed
+/// revision, numbers never repeat, the history stays at 10 with the deployed revision kept,
+/// and once the cause is gone the next attempt deploys. `helm history` shows the same.
+#[test]
+fn failing_upgrade_attempts_are_new_revisions_within_the_history_limit() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let chart = write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    // The API server refuses every patch of the ConfigMap: twelve attempts, revisions 2..=13.
+    server.fail_requests(kube_test_server::FaultRule::new(
+        Some("PATCH"),
+        "/api/v1/namespaces/default/configmaps/rel-cm",
+        500,
+    ));
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
+    for attempt in 2..=13u32 {
+        let error = failing_job(&runtime, &deployer, &mut item, &target);
+        assert_eq!(
+            (error.operation.as_str(), error.reason.as_str()),
+            ("RealHelmDeployer.Deploy", "upgradeRelease")
+        );
+        assert!(error.is_retryable(), "{error:?}");
+        assert!(
+            error.message.starts_with(
+                "unable to upgrade helm chart release: Upgrade \"rel\" failed: cannot patch \"rel-cm\" with kind ConfigMap"
+            ),
+            "attempt {attempt}: {}",
+            error.message
+        );
+        let history = records(&server);
+        let latest = history.iter().map(|(v, _)| v.parse::<u32>().unwrap()).max();
+        assert_eq!(latest, Some(attempt), "{history:?}");
+        assert!(history.len() <= 10, "{history:?}");
+    }
+    // Revision 1 stays deployed; the oldest failed ones made room (Helm's removeLeastRecent).
+    let mut expected: Vec<(u32, String)> = vec![(1, "deployed".into())];
+    expected.extend((5..=13).map(|v| (v, "failed".to_string())));
+    let numbered = |records: Vec<(String, String)>| -> Vec<(u32, String)> {
+        let mut n: Vec<(u32, String)> = records
+            .into_iter()
+            .map(|(v, s)| (v.parse().unwrap(), s))
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(numbered(records(&server)), expected);
+    let history = helm.ok(&[
+        "history", "rel", "-n", "default", "--max", "20", "-o", "json",
+    ]);
+    let history: Value = serde_json::from_str(&history).unwrap();
+    let shown: Vec<(u32, String)> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["revision"].as_u64().unwrap() as u32,
+                h["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(shown, expected, "helm history");
+    assert!(
+        history[9]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Upgrade \"rel\" failed: cannot patch \"rel-cm\""),
+        "{history}"
+    );
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"]["greeting"],
+        "one"
+    );
+
+    // The cause is gone: the next attempt deploys revision 14 on top of revision 1.
+    server.clear_faults();
+    run_job(&runtime, &deployer, &mut item, &target);
+    let mut expected: Vec<(u32, String)> = vec![(1, "superseded".into())];
+    expected.extend((6..=13).map(|v| (v, "failed".to_string())));
+    expected.push((14, "deployed".into()));
+    assert_eq!(numbered(records(&server)), expected);
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"],
+        json!({"greeting": "two", "revision": "14"})
+    );
+    // And the real helm goes on from there.
+    helm.ok(&[
+        "upgrade",
+        "rel",
+        chart.to_str().unwrap(),
+        "-n",
+        "default",
+        "--reuse-values",
+        "--history-max",
+        "10",
+    ]);
+    let status = helm.ok(&["status", "rel", "-n", "default"]);
+    assert!(
+        status.contains("REVISION: 15") && status.contains("STATUS: deployed"),
+        "{status}"
+    );
+}
+
+/// A failed install leaves revision 1 failed; Landscaper's next attempt finds the release and
+/// upgrades it (Helm upgrades on top of the failed revision when none is deployed): revision 2.
+#[test]
+fn a_failed_install_is_retried_as_an_upgrade_on_top_of_the_failed_revision() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    server.fail_requests(
+        kube_test_server::FaultRule::new(Some("POST"), "/api/v1/namespaces/default/services", 500)
+            .times(1),
+    );
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "installRelease")
+    );
+    assert_eq!(records(&server), [("1".into(), "failed".into())]);
+
+    let result = run_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(result.phase, Some(Phase::Succeeded));
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "failed".into()),
+            ("2".into(), "deployed".into())
+        ]
+    );
+    let history = helm.ok(&["history", "rel", "-n", "default"]);
+    assert!(
+        history.contains("Upgrade complete") && history.contains("Release \"rel\" failed"),
+        "{history}"
+    );
+    assert!(server.get("v1", "Service", "default", "rel-svc").is_some());
 }

@@ -313,7 +313,7 @@ fn objects_of_others_are_not_taken_over_unless_asked() {
     let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
     assert_eq!(
         (error.operation.as_str(), error.reason.as_str()),
-        ("InstallHelmRelease", "Install")
+        ("RealHelmDeployer.Deploy", "installRelease")
     );
     assert_eq!(
         error.message,
@@ -361,7 +361,10 @@ fn a_pending_record_is_reported_and_unblocked() {
 
     next_job(&mut item, &result);
     let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
-    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "upgradeRelease")
+    );
     assert!(
         error
             .message
@@ -427,7 +430,10 @@ fn an_atomic_install_that_never_gets_ready_is_uninstalled() {
         "helmDeploymentConfig": {"install": {"atomic": true, "timeout": "300ms"}},
     })));
     let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
-    assert_eq!(error.operation, "InstallHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "installRelease")
+    );
     assert!(
         error.message.starts_with(
             "unable to install helm chart release: release rel failed, and has been uninstalled due to atomic being set: context deadline exceeded: Deployment is not ready: apps/rel-web."
@@ -668,7 +674,10 @@ fn hooks_run_in_weight_order_at_their_events_and_a_failed_pre_upgrade_fails_the_
     })));
     cluster.clear_log();
     let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
-    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "upgradeRelease")
+    );
     for part in [
         "pre-upgrade",
         "demo/templates/hooks.yaml",
@@ -749,7 +758,10 @@ fn a_failed_pre_install_hook_fails_the_release_and_atomic_uninstalls_it() {
     let values = json!({"values": {"outcomes": {"prea": "Fail"}}});
     let error = block_on(deployer.reconcile(DeployRequest::new(&item(real(values.clone())), None)))
         .unwrap_err();
-    assert_eq!(error.operation, "InstallHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "installRelease")
+    );
     assert!(
         error.message.starts_with(
             "unable to install helm chart release: Release \"rel\" failed: failed pre-install: hook pre-install demo/templates/hooks.yaml failed: "

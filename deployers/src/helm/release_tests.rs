@@ -521,7 +521,7 @@ fn uninstall_with_wait_reports_objects_that_stay_and_still_removes_the_records()
         ("DeleteHelmRelease", "Uninstall")
     );
     assert!(
-        error.message.contains("uninstallation completed with 1 error(s): timed out waiting for the condition: ConfigMap apps/rel-cm is not deleted"),
+        error.message.ends_with("uninstallation completed with 1 error(s): context deadline exceeded"),
         "{}",
         error.message
     );
@@ -699,6 +699,14 @@ fn hooks_run_in_weight_order_at_their_events_and_a_failed_pre_upgrade_fails_the_
         "{description}"
     );
     assert_eq!(phase_of(&failed, "rel-pre-up"), HookPhase::Failed);
+    // As Helm's execHook: the record was written with the hook Running before its Job was
+    // created.
+    let log = cluster.log();
+    let running = position(&log, "update Secret apps/sh.helm.release.v1.rel.v2");
+    assert!(
+        running < position(&log, "create Job apps/rel-pre-up"),
+        "{log:?}"
+    );
     assert_eq!(cm(&cluster, "rel-cm").unwrap()["data"]["greeting"], "hello");
     assert!(!cluster.log().iter().any(|l| l.contains("rel-post-up")));
 
@@ -732,7 +740,8 @@ fn hooks_run_in_weight_order_at_their_events_and_a_failed_pre_upgrade_fails_the_
     assert_eq!(phase_of(&third, "rel-pre-up"), HookPhase::Succeeded);
     assert_eq!(phase_of(&third, "rel-post-up"), HookPhase::Succeeded);
 
-    // A failing pre-delete hook stops the uninstall: records and objects stay as they were.
+    // A failing pre-delete hook stops the uninstall: nothing is deleted; the latest record
+    // shows what Helm's execHook recorded: uninstalling, the hook running.
     next_job(&mut item, &result);
     item.spec.config = Some(real(json!({
         "values": {"greeting": "three", "outcomes": {"predel": "Fail"}}
@@ -745,8 +754,68 @@ fn hooks_run_in_weight_order_at_their_events_and_a_failed_pre_upgrade_fails_the_
     for part in ["pre-delete", "rel-pre-del", "BackoffLimitExceeded"] {
         assert!(error.message.contains(part), "{part}: {}", error.message);
     }
-    assert_eq!(history(&cluster), fourth, "records untouched");
+    let after = history(&cluster);
+    assert_eq!(after[..after.len() - 1], fourth[..fourth.len() - 1]);
+    assert_eq!(after.last(), Some(&(4, Status::Uninstalling)));
+    assert_eq!(phase_of(&record(&cluster, 4), "rel-pre-del"), HookPhase::Running);
     assert!(cm(&cluster, "rel-cm").is_some());
+}
+
+/// Helm's rollback answers a failed rollback hook as it is and leaves the rollback revision
+/// `pending-rollback` (with the hook recorded running); Landscaper's unblockPendingHelmRelease
+/// removes only pending-install/-upgrade records, so the release stays blocked, with the
+/// pending revision named in the item's error.
+#[test]
+fn a_failed_rollback_hook_leaves_the_rollback_pending_as_helm_does() {
+    let dir = tempfile::tempdir().unwrap();
+    write_hook_chart(dir.path());
+    let cluster = running_cluster();
+    let deployer = deployer(&cluster, dir.path());
+    // Revision 1's pre-rollback Job fails (its outcome is rendered with revision 1's values).
+    let mut item = item(real(json!({"values": {"outcomes": {"prerb": "Fail"}}})));
+    let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
+    assert_eq!(result.phase, Some(Phase::Succeeded), "{result:?}");
+
+    // An atomic upgrade whose pre-upgrade hook fails: rolled back to revision 1, whose
+    // pre-rollback hook fails.
+    next_job(&mut item, &result);
+    item.spec.config = Some(real(json!({
+        "values": {"greeting": "two", "outcomes": {"prerb": "Fail", "preup": "Fail"}},
+        "helmDeploymentConfig": {"upgrade": {"atomic": true, "timeout": "10s"}},
+    })));
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
+    assert!(
+        error.message.starts_with(
+            "unable to upgrade helm chart release: an error occurred while rolling back the release. original upgrade error: Upgrade \"rel\" failed: pre-upgrade hooks failed: "
+        ) && error.message.contains("hook pre-rollback demo/templates/hooks.yaml failed"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        history(&cluster),
+        [
+            (1, Status::Deployed),
+            (2, Status::Failed),
+            (3, Status::PendingRollback)
+        ]
+    );
+    let rollback = record(&cluster, 3);
+    assert_eq!(phase_of(&rollback, "rel-pre-rb"), HookPhase::Running);
+    assert_eq!(
+        rollback.info.as_ref().unwrap().description,
+        "Rollback to 1"
+    );
+
+    // The next attempt is blocked by the pending rollback, which stays.
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
+    assert!(
+        error.message.contains(
+            "another operation (install/upgrade/rollback) is in progress: release rel revision 3 in namespace apps is pending-rollback"
+        ),
+        "{}",
+        error.message
+    );
+    assert_eq!(history(&cluster).last(), Some(&(3, Status::PendingRollback)));
 }
 
 #[test]

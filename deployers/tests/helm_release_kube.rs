@@ -1235,3 +1235,72 @@ fn a_failed_install_is_retried_as_an_upgrade_on_top_of_the_failed_revision() {
     );
     assert!(server.get("v1", "Service", "default", "rel-svc").is_some());
 }
+
+/// As Helm's `execHook` (`cfg.recordRelease`), the record shows a hook `Running` (the revision
+/// still `pending-upgrade`) while its Job runs: `helm status -o json` sees it mid-upgrade,
+/// then the hook `Succeeded` on the deployed revision.
+#[test]
+fn helm_sees_a_hook_running_while_the_deployer_waits_for_it() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let dir = write_chart(manifests.path());
+    std::fs::write(
+        dir.join("templates/slow.yaml"),
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}-slow\n  annotations:\n    helm.sh/hook: pre-upgrade\n    kube-test-server/outcome: Complete\n    kube-test-server/delay-ms: \"2500\"\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n",
+    )
+    .unwrap();
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let mut seen = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let (ok, out, _) = helm.run(&["status", "rel", "-n", "default", "-o", "json"]);
+                if ok && let Ok(release) = serde_json::from_str::<Value>(&out) {
+                    let phase = release["hooks"]
+                        .as_array()
+                        .and_then(|h| h.iter().find(|h| h["name"] == "rel-slow"))
+                        .and_then(|h| h["last_run"]["phase"].as_str())
+                        .unwrap_or_default()
+                        .to_string();
+                    seen.push((
+                        release["version"].as_u64().unwrap_or_default(),
+                        release["info"]["status"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        phase,
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            seen
+        });
+        item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
+        run_job(&runtime, &deployer, &mut item, &target);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        watcher.join().unwrap()
+    });
+    assert!(
+        seen.contains(&(2, "pending-upgrade".into(), "Running".into())),
+        "{seen:?}"
+    );
+    let record = release_record(&server, 2);
+    let slow = record.hooks.iter().find(|h| h.name == "rel-slow").unwrap();
+    assert_eq!(
+        serde_json::to_value(&slow.last_run).unwrap()["phase"],
+        "Succeeded"
+    );
+    assert_eq!(record.info.as_ref().unwrap().status.to_string(), "deployed");
+}

@@ -418,7 +418,10 @@ fn hook_jobs_run_through_the_daemon_and_a_failing_one_is_the_items_error() {
     // Not final (Landscaper shows `Progressing` here; the appliance keeps the phase the job
     // started with, `Init`, while the deployer call fails).
     assert!(
-        matches!(item["status"]["phase"].as_str(), Some("Init" | "Progressing")),
+        matches!(
+            item["status"]["phase"].as_str(),
+            Some("Init" | "Progressing")
+        ),
         "{item}"
     );
     assert_eq!(greeting(&cluster, "rel")["greeting"], "hi");
@@ -443,12 +446,16 @@ fn hook_jobs_run_through_the_daemon_and_a_failing_one_is_the_items_error() {
         token_file.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{out:?}");
-    eventually(Duration::from_secs(60), "the failing job interrupted", || {
-        let item = item_of(&daemon, "rel")?;
-        (item["status"]["phase"] == "Failed"
-            && item["status"]["lastError"]["reason"] == "InterruptOperation")
-            .then_some(())
-    });
+    eventually(
+        Duration::from_secs(60),
+        "the failing job interrupted",
+        || {
+            let item = item_of(&daemon, "rel")?;
+            (item["status"]["phase"] == "Failed"
+                && item["status"]["lastError"]["reason"] == "InterruptOperation")
+                .then_some(())
+        },
+    );
     // An attempt cut short by the interrupt may have left its record pending: Landscaper's
     // unblockPendingHelmRelease removes it, so its number is the next one again.
     let next = records(&cluster, "rel")

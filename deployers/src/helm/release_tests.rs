@@ -521,7 +521,9 @@ fn uninstall_with_wait_reports_objects_that_stay_and_still_removes_the_records()
         ("DeleteHelmRelease", "Uninstall")
     );
     assert!(
-        error.message.ends_with("uninstallation completed with 1 error(s): context deadline exceeded"),
+        error
+            .message
+            .ends_with("uninstallation completed with 1 error(s): context deadline exceeded"),
         "{}",
         error.message
     );
@@ -757,7 +759,10 @@ fn hooks_run_in_weight_order_at_their_events_and_a_failed_pre_upgrade_fails_the_
     let after = history(&cluster);
     assert_eq!(after[..after.len() - 1], fourth[..fourth.len() - 1]);
     assert_eq!(after.last(), Some(&(4, Status::Uninstalling)));
-    assert_eq!(phase_of(&record(&cluster, 4), "rel-pre-del"), HookPhase::Running);
+    assert_eq!(
+        phase_of(&record(&cluster, 4), "rel-pre-del"),
+        HookPhase::Running
+    );
     assert!(cm(&cluster, "rel-cm").is_some());
 }
 
@@ -801,10 +806,7 @@ fn a_failed_rollback_hook_leaves_the_rollback_pending_as_helm_does() {
     );
     let rollback = record(&cluster, 3);
     assert_eq!(phase_of(&rollback, "rel-pre-rb"), HookPhase::Running);
-    assert_eq!(
-        rollback.info.as_ref().unwrap().description,
-        "Rollback to 1"
-    );
+    assert_eq!(rollback.info.as_ref().unwrap().description, "Rollback to 1");
 
     // The next attempt is blocked by the pending rollback, which stays.
     let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
@@ -815,7 +817,10 @@ fn a_failed_rollback_hook_leaves_the_rollback_pending_as_helm_does() {
         "{}",
         error.message
     );
-    assert_eq!(history(&cluster).last(), Some(&(3, Status::PendingRollback)));
+    assert_eq!(
+        history(&cluster).last(),
+        Some(&(3, Status::PendingRollback))
+    );
 }
 
 #[test]

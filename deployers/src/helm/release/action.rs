@@ -1038,7 +1038,10 @@ async fn revise(
             if let Err(w) = storage.update(&release).await {
                 tracing::warn!(release = %spec.name, error = %w, "unable to record the failed rollback");
             }
-            return Err(ActionError::Failed(format!("release {} failed: {e}", spec.name)));
+            return Err(ActionError::Failed(format!(
+                "release {} failed: {e}",
+                spec.name
+            )));
         }
         let message = format!("{failed}: {e}");
         return Err(fail(&storage, &mut release, message).await);

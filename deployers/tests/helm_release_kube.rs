@@ -1304,3 +1304,84 @@ fn helm_sees_a_hook_running_while_the_deployer_waits_for_it() {
     );
     assert_eq!(record.info.as_ref().unwrap().status.to_string(), "deployed");
 }
+
+/// kube's strategic merge patch sends `$retainKeys` for fields with the `retainKeys` strategy
+/// (Deployment `strategy`, Pod `volumes`): switching to `Recreate` clears the defaulted
+/// `rollingUpdate`, switching a volume's source drops the old one. The deployer's upgrade
+/// leaves the same Deployment as `helm upgrade` does.
+#[test]
+fn an_upgrade_switching_strategy_and_volume_source_matches_helms() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let dir = manifests.path().join("charts/demo");
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("values.yaml"), "recreate: false\n").unwrap();
+    std::fs::write(
+        dir.join("templates/deploy.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: 1\n  strategy:\n    type: {{ if .Values.recreate }}Recreate{{ else }}RollingUpdate{{ end }}\n  selector:\n    matchLabels: {app: {{ .Release.Name }}}\n  template:\n    metadata:\n      labels: {app: {{ .Release.Name }}}\n    spec:\n      containers:\n        - name: web\n          image: nginx\n      volumes:\n        - name: data\n{{- if .Values.recreate }}\n          hostPath: {path: /x}\n{{- else }}\n          emptyDir: {}\n{{- end }}\n",
+    )
+    .unwrap();
+    let chart = dir.to_str().unwrap();
+    // helm's release `mine`.
+    helm.ok(&["install", "mine", chart, "-n", "default"]);
+    helm.ok(&[
+        "upgrade",
+        "mine",
+        chart,
+        "-n",
+        "default",
+        "--set",
+        "recreate=true",
+    ]);
+    // The deployer's release `rel`.
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({}));
+    run_job(&runtime, &deployer, &mut item, &target);
+    let installed = server
+        .get("apps/v1", "Deployment", "default", "rel-web")
+        .unwrap();
+    assert!(
+        installed["spec"]["strategy"]["rollingUpdate"].is_object(),
+        "the server defaults rollingUpdate: {}",
+        installed["spec"]["strategy"]
+    );
+    item.spec.config.as_mut().unwrap()["values"] = json!({"recreate": true});
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    let theirs = server
+        .get("apps/v1", "Deployment", "default", "mine-web")
+        .unwrap();
+    let ours = server
+        .get("apps/v1", "Deployment", "default", "rel-web")
+        .unwrap();
+    assert_eq!(ours["spec"]["strategy"], json!({"type": "Recreate"}));
+    assert_eq!(ours["spec"]["strategy"], theirs["spec"]["strategy"]);
+    assert_eq!(
+        ours["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"],
+        "/x"
+    );
+    assert_eq!(
+        ours["spec"]["template"]["spec"]["volumes"],
+        theirs["spec"]["template"]["spec"]["volumes"]
+    );
+    assert!(
+        ours["spec"]["template"]["spec"]["volumes"][0]
+            .get("emptyDir")
+            .is_none(),
+        "{}",
+        ours["spec"]["template"]["spec"]["volumes"]
+    );
+}

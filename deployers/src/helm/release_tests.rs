@@ -414,6 +414,56 @@ fn a_corrupt_latest_record_fails_clearly_without_a_new_revision() {
     assert_eq!(secrets.len(), 1, "no new revision");
 }
 
+/// Helm's rollback whose wait times out: the rollback revision says `Release "NAME" failed:
+/// ...`, the revision it started from is left as it was (not superseded, unlike a failed
+/// update), the error is `release NAME failed: ...`.
+#[test]
+fn an_atomic_rollback_that_never_gets_ready_is_recorded_as_helms() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chart(dir.path());
+    std::fs::write(
+        dir.path().join("charts/demo/templates/web.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: nginx}]}\n",
+    )
+    .unwrap();
+    let cluster = running_cluster();
+    let deployer = deployer(&cluster, dir.path());
+    // Installed without waiting; the in-memory cluster never makes Deployments ready.
+    let mut item = item(real(json!({})));
+    let _ = block_on(deployer.reconcile(DeployRequest::new(&item, None)));
+    assert_eq!(history(&cluster), [(1, Status::Deployed)]);
+    item.status = Some(landscaper_model::DeployItemStatus {
+        phase: Some(Phase::Init),
+        ..Default::default()
+    });
+    item.spec.config = Some(real(json!({
+        "values": {"greeting": "two"},
+        "helmDeploymentConfig": {"upgrade": {"atomic": true, "timeout": "300ms"}},
+    })));
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
+    assert!(
+        error.message.starts_with(
+            "unable to upgrade helm chart release: an error occurred while rolling back the release. original upgrade error: Upgrade \"rel\" failed: context deadline exceeded: Deployment is not ready: apps/rel-web."
+        ) && error.message.contains(": release rel failed: context deadline exceeded"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        history(&cluster),
+        [
+            (1, Status::Deployed),
+            (2, Status::Failed),
+            (3, Status::Failed)
+        ]
+    );
+    let rollback = record(&cluster, 3);
+    let description = &rollback.info.as_ref().unwrap().description;
+    assert!(
+        description.starts_with("Release \"rel\" failed: context deadline exceeded"),
+        "{description}"
+    );
+}
+
 #[test]
 fn an_atomic_install_that_never_gets_ready_is_uninstalled() {
     let dir = tempfile::tempdir().unwrap();
@@ -500,7 +550,7 @@ fn a_rollback_redeploys_an_older_revision_as_a_new_one() {
 }
 
 #[test]
-fn uninstall_with_wait_reports_objects_that_stay_and_still_removes_the_records() {
+fn uninstall_with_wait_times_out_as_helm_does_and_still_removes_the_records() {
     let dir = tempfile::tempdir().unwrap();
     write_chart(dir.path());
     let cluster = running_cluster();

@@ -1385,3 +1385,96 @@ fn an_upgrade_switching_strategy_and_volume_source_matches_helms() {
         ours["spec"]["template"]["spec"]["volumes"]
     );
 }
+
+/// A `helm upgrade` killed mid-wait leaves its revision `pending-upgrade`. As Landscaper: the
+/// next attempt fails with Helm's "another operation is in progress" error and removes the
+/// pending record (`unblockPendingHelmRelease`); the attempt after that upgrades, reusing the
+/// removed revision's number (nothing else has it).
+#[test]
+fn a_pending_upgrade_left_by_a_killed_helm_blocks_one_attempt() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let chart = write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    server.set_readiness(kube_test_server::Readiness::Never);
+    let home = helm.home.path();
+    let mut child = Command::new(&helm.bin)
+        .args([
+            "upgrade",
+            "rel",
+            chart.to_str().unwrap(),
+            "-n",
+            "default",
+            "--reuse-values",
+            "--set",
+            "replicas=2",
+            "--wait",
+            "--timeout",
+            "60s",
+        ])
+        .env("KUBECONFIG", home.join("kubeconfig"))
+        .env("HOME", home)
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while records(&server)
+        != [
+            ("1".into(), "deployed".into()),
+            ("2".into(), "pending-upgrade".into()),
+        ]
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            records(&server)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    server.set_readiness(kube_test_server::Readiness::After(
+        std::time::Duration::from_millis(100),
+    ));
+
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert!(
+        error.message.contains(
+            "another operation (install/upgrade/rollback) is in progress: release rel revision 2 in namespace default is pending-upgrade"
+        ),
+        "{}",
+        error.message
+    );
+    assert_eq!(records(&server), [("1".into(), "deployed".into())]);
+
+    run_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "deployed".into())
+        ]
+    );
+    let status = helm.ok(&["status", "rel", "-n", "default"]);
+    assert!(
+        status.contains("REVISION: 2") && status.contains("STATUS: deployed"),
+        "{status}"
+    );
+}

@@ -160,14 +160,16 @@ impl ComponentResolver {
     }
 
     /// The blueprint of the resource `resource_name` of `component` (type checked as
-    /// Landscaper: "blueprint resource … has wrong type"), loaded once.
+    /// Landscaper: "blueprint resource … has wrong type"), loaded once; `cd://` references of
+    /// its schemas are resolved from `component` in `ctx` (FORMATS.md §10).
     pub async fn blueprint(
-        &self,
-        component: &ComponentVersion,
+        self: &Arc<Self>,
+        ctx: &RepositoryContext,
+        component: &Arc<ComponentVersion>,
         resource_name: &str,
     ) -> Result<Blueprint, ComponentsFailure> {
         let key = (
-            component.repository_context.raw.to_string(),
+            ctx.raw.to_string(),
             component.name.clone(),
             component.version.clone(),
             resource_name.to_string(),
@@ -204,7 +206,18 @@ impl ComponentResolver {
                 ))
             })?;
         }
-        let blueprint = Blueprint::from_fs(fs).map_err(|e| {
+        let schemas = Arc::new(ComponentSchemas {
+            resolver: self.clone(),
+            context: ctx.clone(),
+            root: component.clone(),
+            handle: tokio::runtime::Handle::current(),
+        });
+        // Schema references may read more resources (blocking): off the async workers.
+        let loaded =
+            tokio::task::spawn_blocking(move || Blueprint::from_fs_with_components(fs, schemas))
+                .await
+                .map_err(|e| ComponentsFailure::Other(format!("loading the blueprint: {e}")))?;
+        let blueprint = loaded.map_err(|e| {
             ComponentsFailure::Other(format!(
                 "blueprint resource {resource_name:?} of component version {}: {e}",
                 component.identity()
@@ -459,6 +472,61 @@ impl ResourceReader for InstallationResources {
                 media_type: artifact.media_type,
                 bytes: artifact.bytes.to_vec(),
             })
+        })?
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// `cd://` references in blueprint schemas: JSON schema resources looked up from the
+/// blueprint's component version (scope `""`) or from the component version that owns the
+/// schema the reference is in (scope `name:version`).
+struct ComponentSchemas {
+    resolver: Arc<ComponentResolver>,
+    context: RepositoryContext,
+    root: Arc<ComponentVersion>,
+    handle: tokio::runtime::Handle,
+}
+
+impl landscaper_templating::schema::CdSchemas for ComponentSchemas {
+    fn cd_schema(&self, scope: &str, uri: &str) -> Result<(Value, String), String> {
+        let work = async {
+            let from = match scope.rsplit_once(':') {
+                Some((name, version)) if !scope.is_empty() => {
+                    self.resolver
+                        .source
+                        .component_version(&self.context, name, version)
+                        .await?
+                }
+                _ => self.root.clone(),
+            };
+            let only = ResolvedComponents {
+                root: from.clone(),
+                all: vec![from.clone()],
+            };
+            let (owner, resource) = self
+                .resolver
+                .locate(&self.context, &only, &from, uri)
+                .await?;
+            let entry = owner.resource(&resource)?;
+            let ty = entry
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if !content::is_jsonschema_type(ty) {
+                return Err(ComponentsFailure::Other(format!(
+                    "resource {resource:?} of component version {} has type {ty:?}, expected landscaper.gardener.cloud/jsonschema",
+                    owner.identity()
+                )));
+            }
+            let artifact = self.resolver.source.resource(&owner, &resource).await?;
+            let schema = content::json_schema(&artifact)
+                .map_err(|e| content::in_context(e, &owner.name, &owner.version, &resource))?;
+            Ok::<_, ComponentsFailure>((schema, owner.identity()))
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| self.handle.block_on(work))
+                .join()
+                .map_err(|_| "reading the schema failed unexpectedly".to_string())
         })?
         .map_err(|e| e.to_string())
     }

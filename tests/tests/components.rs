@@ -452,7 +452,7 @@ fn bench_installations_over_component_versions() {
         .expect("pushed");
     }
     let cache = work.path().join("cache");
-    let round = |resolver: &landscaper_appliance::components::ComponentResolver| {
+    let round = |resolver: &Arc<landscaper_appliance::components::ComponentResolver>| {
         let started = std::time::Instant::now();
         rt.block_on(async {
             for i in 0..installations {
@@ -467,7 +467,7 @@ fn bench_installations_over_component_versions() {
                     .await
                     .expect("resolves");
                 resolver
-                    .blueprint(&resolved.root, "blueprint")
+                    .blueprint(&ctx, &resolved.root, "blueprint")
                     .await
                     .expect("blueprint");
                 let key =
@@ -478,7 +478,7 @@ fn bench_installations_over_component_versions() {
         started.elapsed()
     };
     let run = |label: &str,
-               resolver: &landscaper_appliance::components::ComponentResolver,
+               resolver: &Arc<landscaper_appliance::components::ComponentResolver>,
                counting: &Counting| {
         let before = counting.count.load(std::sync::atomic::Ordering::SeqCst);
         let took = round(resolver);
@@ -491,17 +491,15 @@ fn bench_installations_over_component_versions() {
         requests
     };
     let counting = Arc::new(Counting::default());
-    let resolver = landscaper_appliance::components::ComponentResolver::new(components(
-        counting.clone(),
-        &cache,
+    let resolver = Arc::new(landscaper_appliance::components::ComponentResolver::new(
+        components(counting.clone(), &cache),
     ));
     let cold = run("cold cache", &resolver, &counting);
     assert!(cold > 0);
     let hot = run("hot (same process)", &resolver, &counting);
     let counting = Arc::new(Counting::default());
-    let resolver = landscaper_appliance::components::ComponentResolver::new(components(
-        counting.clone(),
-        &cache,
+    let resolver = Arc::new(landscaper_appliance::components::ComponentResolver::new(
+        components(counting.clone(), &cache),
     ));
     let warm = run("warm cache (new process)", &resolver, &counting);
     println!(

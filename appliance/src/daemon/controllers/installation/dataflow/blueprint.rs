@@ -143,7 +143,7 @@ pub async fn resolve_blueprint(
         .and_then(|r| r.resource_name.as_deref());
     let blueprint = match resource {
         Some(r) if !r.starts_with(LOCAL_BLUEPRINT_PREFIX) => resolver
-            .blueprint(&resolved.root, r)
+            .blueprint(&ctx, &resolved.root, r)
             .await
             .map_err(|e| component_error("ResolveBlueprint", &e))?,
         _ => load_blueprint(inst, manifests_dir)?,

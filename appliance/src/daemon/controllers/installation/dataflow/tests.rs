@@ -580,6 +580,7 @@ component:
   - {name: blueprint, type: landscaper.gardener.cloud/blueprint, version: 1.0.0, relation: local, access: {type: localBlob, localReference: bp, mediaType: application/x-tar}}
   - {name: myconfig, type: yaml, version: 1.0.0, relation: local, access: {type: localBlob, localReference: cfg, mediaType: application/yaml}}
   - {name: image, type: ociImage, version: 1.0.0, relation: external, access: {type: ociArtifact, imageReference: quay.io/example/myimage:1.0.0}}
+  - {name: with-schema, type: blueprint, version: 1.0.0, relation: local, access: {type: localBlob, localReference: bp-schema, mediaType: application/x-tar}}
   componentReferences:
   - {name: leaf-ref, componentName: example.com/leaf, version: 2.0.0}
 "#;
@@ -593,6 +594,7 @@ component:
   resources:
   - {name: chart, type: helmChart, version: 2.0.0, relation: local, access: {type: localBlob, localReference: chart, mediaType: application/octet-stream}}
   - {name: blueprint-sub, type: blueprint, version: 2.0.0, relation: local, access: {type: localBlob, localReference: bp, mediaType: application/x-tar}}
+  - {name: replicas-schema, type: landscaper.gardener.cloud/jsonschema, version: 2.0.0, relation: local, access: {type: localBlob, localReference: schema, mediaType: application/json}}
   componentReferences: []
 "#;
     const BLUEPRINT: &str = r#"apiVersion: landscaper.gardener.cloud/v1alpha1
@@ -631,6 +633,21 @@ subinstallations:
             landscaper_components::archive::tar_files(&files),
         );
         repo.add_blob("cfg", "application/yaml", b"type: yaml-config\n".to_vec());
+        let mut files = BTreeMap::new();
+        files.insert(
+            "blueprint.yaml".to_string(),
+            b"apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\nimports:\n- name: replicas\n  required: false\n  schema:\n    $ref: cd://componentReferences/leaf-ref/resources/replicas-schema\n".to_vec(),
+        );
+        repo.add_blob(
+            "bp-schema",
+            "application/x-tar",
+            landscaper_components::archive::tar_files(&files),
+        );
+        repo.add_blob(
+            "schema",
+            "application/json",
+            br#"{"type": "integer"}"#.to_vec(),
+        );
         repo.add_blob("chart", "application/octet-stream", vec![1, 2, 3]);
         repo
     }
@@ -733,6 +750,30 @@ subinstallations:
             sub["spec"]["blueprint"],
             json!({"ref": {"resourceName": "blueprint-sub"}})
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn blueprint_schemas_resolve_cd_references_from_the_component() {
+        let (_dir, store) = open_store();
+        put_context(&store).await;
+        let resolver = Arc::new(ComponentResolver::new(repository()));
+        let inst = referencing("example.com/root", "1.0.0", "with-schema");
+        let (blueprint, _) = resolve_blueprint(&store, &inst, None, Some(&resolver))
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let values = |v: Value| v.as_object().unwrap().clone();
+        let ok = landscaper_templating::blueprint::construct_imports(
+            &blueprint,
+            &values(json!({"replicas": 3})),
+            &Map::new(),
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+        let bad = landscaper_templating::blueprint::construct_imports(
+            &blueprint,
+            &values(json!({"replicas": "three"})),
+            &Map::new(),
+        );
+        assert!(bad.is_err(), "the cd:// schema (integer) applies");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

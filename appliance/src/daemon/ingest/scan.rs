@@ -329,6 +329,40 @@ mod tests {
     }
 
     #[test]
+    fn transport_archives_are_found_and_not_read_as_manifests() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("ctf/blobs")).unwrap();
+        std::fs::create_dir_all(root.join("ca/blobs")).unwrap();
+        for f in [
+            "inst.yaml",
+            "ctf/artifact-index.json",
+            "ctf/blobs/sha256.00",
+            "ca/component-descriptor.yaml",
+            "mirror.tgz",
+            "mirror2.tar.gz",
+            "plain.tar",
+            "disabled.tar",
+            "disabled.tar.skip",
+            ".tar",
+        ] {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        let walk = walk(root).unwrap();
+        let found: Vec<_> = walk.files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(found, ["inst.yaml"]);
+        let archives: Vec<_> = walk
+            .archives
+            .iter()
+            .map(|p| p.strip_prefix(root).unwrap().to_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            archives,
+            ["ca", "ctf", "mirror.tgz", "mirror2.tar.gz", "plain.tar"]
+        );
+    }
+
+    #[test]
     fn walk_finds_manifests_and_skips_noise() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();

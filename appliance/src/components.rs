@@ -43,7 +43,7 @@ pub fn build(
     config.offline = offline;
     config.local_root = Some(manifests_dir.to_path_buf());
     let components = Arc::new(Components::new(config));
-    let resolver = Arc::new(ComponentResolver::new(components.clone()));
+    let resolver = Arc::new(ComponentResolver::with_components(components.clone()));
     (components, resolver)
 }
 
@@ -90,6 +90,8 @@ type Key = (String, String, String, String);
 /// in-memory cache of successful results.
 pub struct ComponentResolver {
     source: Arc<dyn ComponentSource>,
+    /// The real repositories, for pinning cache entries of installations in use.
+    pins: Option<Arc<Components>>,
     resolved: Mutex<HashMap<Key, Arc<ResolvedComponents>>>,
     blueprints: Mutex<HashMap<(String, String, String, String), Blueprint>>,
 }
@@ -153,13 +155,36 @@ impl ComponentResolver {
     pub fn new(source: Arc<dyn ComponentSource>) -> ComponentResolver {
         ComponentResolver {
             source,
+            pins: None,
             resolved: Mutex::default(),
             blueprints: Mutex::default(),
         }
     }
 
+    /// The resolver over the real repositories, pinning what installations use.
+    pub fn with_components(components: Arc<Components>) -> ComponentResolver {
+        let mut resolver = ComponentResolver::new(components.clone());
+        resolver.pins = Some(components);
+        resolver
+    }
+
     pub fn source(&self) -> &Arc<dyn ComponentSource> {
         &self.source
+    }
+
+    /// Keeps the cache entries of `resolved` from eviction while `owner` (an installation,
+    /// `namespace/name`) uses them.
+    pub fn pin(&self, owner: &str, resolved: &ResolvedComponents) {
+        if let Some(c) = &self.pins {
+            c.pin(owner, &resolved.all);
+        }
+    }
+
+    /// Releases the pins of `owner`.
+    pub fn unpin(&self, owner: &str) {
+        if let Some(c) = &self.pins {
+            c.unpin(owner);
+        }
     }
 
     /// The component version `name:version` and everything it references, resolved once per

@@ -437,6 +437,9 @@ impl Reconciler for InstallationReconciler {
                     Some(v) => v,
                     None => {
                         self.waits.forget(key);
+                        if let Some(c) = &self.context.components {
+                            c.unpin(&dataflow::pin_owner_of(&key.namespace, &key.name));
+                        }
                         return Ok(Outcome::Done);
                     }
                 },

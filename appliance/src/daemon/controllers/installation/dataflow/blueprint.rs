@@ -135,6 +135,7 @@ pub async fn resolve_blueprint(
         .resolve(&ctx, name, version, &overwrites)
         .await
         .map_err(|e| component_error("ResolveComponentDescriptor", &e.into()))?;
+    resolver.pin(&pin_owner(inst), &resolved);
     let resource = inst
         .spec
         .blueprint
@@ -166,6 +167,16 @@ pub async fn resolve_blueprint(
 }
 
 const OP_INIT: &str = "InitPrerequisites";
+
+/// The owner name of an installation's cache pins.
+pub fn pin_owner(inst: &Installation) -> String {
+    pin_owner_of(namespace(inst), name(inst))
+}
+
+/// [`pin_owner`] by namespace and name.
+pub fn pin_owner_of(namespace: &str, name: &str) -> String {
+    format!("installation {namespace}/{name}")
+}
 
 /// `spec.componentDescriptor.ref`'s component name and version, when given.
 fn component_reference(inst: &Installation) -> Option<(&str, &str)> {

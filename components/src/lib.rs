@@ -2,6 +2,21 @@
 //! `ocm.software/v3alpha1`), repository contexts, repositories (OCI registry, CTF, component
 //! archives, Landscaper's `local`), resources and their typed content. FORMATS.md in the
 //! acceptance data describes every format with its source.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`descriptor`] | [`ComponentVersion::parse`]: YAML/JSON, both schemas, Landscaper's validation, v2 ↔ v3alpha1 |
+//! | [`context`] | [`RepositoryContext::parse`]: type aliases, keys matched case-insensitively |
+//! | [`ocm`] | OCM's OCI layout: name mappings, `+` ↔ `.build-` tags, manifest → config → descriptor layer (all media types incl. legacy) |
+//! | [`files`] | CTF (directory / .tar / .tgz by content), component archives, `local` repositories; [`files::CtfWriter`] |
+//! | `registry` | component versions and `localBlob` / `ociArtifact` / `helm` resources from registries through sources' OCI client and the shared cache; [`registry::push_component_version`] |
+//! | [`components`] | [`Components`], the real [`ComponentSource`]: folder archives first (mirror), then the context's repository; `offline`; pins |
+//! | [`content`] | blueprint file trees, chart .tgz, JSON schemas from resource bytes (bounded, no path traversal) |
+//! | [`uri`] | `cd://` URIs and `getResourceKey` keys |
+//! | [`testing`] | [`testing::MemoryRepository`] |
+//!
+//! Every blob read is verified against its digest (CTF file names, registry digests, the
+//! cache); nothing that failed verification is cached.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

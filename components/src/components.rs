@@ -55,7 +55,23 @@ pub struct ArchiveEntry {
     pub resources: usize,
 }
 
-type Stamp = (Option<SystemTime>, u64);
+/// What identifies an archive's state: for a file its mtime and size, for a directory also
+/// those of its index files (rewritten in place, they do not change the directory's mtime).
+type Stamp = Vec<(Option<SystemTime>, u64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let one = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| (m.modified().ok(), m.len()))
+            .unwrap_or((None, 0))
+    };
+    let mut s = vec![one(path)];
+    if path.is_dir() {
+        s.push(one(&path.join("artifact-index.json")));
+        s.push(one(&path.join("component-descriptor.yaml")));
+    }
+    s
+}
 
 pub struct Components {
     pub(crate) config: ComponentsConfig,
@@ -65,12 +81,6 @@ pub struct Components {
     blobs: Mutex<BTreeMap<String, BTreeSet<String>>>,
     /// Extra trusted CA certificates (PEM) for registries.
     registry_ca: RwLock<Option<Vec<u8>>>,
-}
-
-fn stamp(path: &Path) -> Stamp {
-    std::fs::metadata(path)
-        .map(|m| (m.modified().ok(), m.len()))
-        .unwrap_or((None, 0))
 }
 
 impl Components {

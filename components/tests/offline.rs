@@ -1050,3 +1050,42 @@ async fn nested_manifest_local_blob_is_an_artifact_set() {
         chart
     );
 }
+
+#[tokio::test]
+async fn a_rewritten_ctf_directory_is_read_again() {
+    let Some(dir) = data("a_rewritten_ctf_directory_is_read_again") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    copy_dir(
+        &dir.join("ctf/landscaper-ctf-local-blobs"),
+        &tmp.path().join("mirror"),
+    );
+    let c = components(tmp.path());
+    c.set_archives(vec![tmp.path().join("mirror")]);
+    std::fs::create_dir(tmp.path().join("empty")).expect("mkdir");
+    let other = local("empty");
+    c.component_version(&other, "github.com/leaf", "1.0.0")
+        .await
+        .expect("in the mirror");
+    // The index is rewritten in place without the leaf (the directory's mtime stays).
+    let index_path = tmp.path().join("mirror/artifact-index.json");
+    let index = std::fs::read_to_string(&index_path).expect("read");
+    let mut v: serde_json::Value = serde_json::from_str(&index).expect("json");
+    v["artifacts"]
+        .as_array_mut()
+        .expect("list")
+        .retain(|a| a["repository"] != "component-descriptors/github.com/leaf");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&index_path)
+        .expect("open");
+    std::io::Write::write_all(&mut file, &serde_json::to_vec(&v).expect("json")).expect("write");
+    drop(file);
+    let err = c
+        .component_version(&other, "github.com/leaf", "1.0.0")
+        .await
+        .expect_err("gone");
+    assert!(matches!(err, ComponentError::NotFound { .. }), "{err}");
+}

@@ -80,8 +80,8 @@ pub trait ComponentSource: Send + Sync {
 }
 
 /// One rule of the Context's `componentVersionOverwrites` (Landscaper's
-/// `ComponentVersionOverwrite`): `source` selects by component name (and version, and
-/// repository context when given); `substitution` replaces what it sets.
+/// `ComponentVersionOverwrite`): `source` selects by component name, version and repository
+/// context, each only when given; `substitution` replaces what it sets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OverwriteRule {
     pub source_name: String,
@@ -115,11 +115,14 @@ impl Overwrites {
         for (i, item) in list.iter().enumerate() {
             let source = &item["source"];
             let sub = &item["substitution"];
+            // Every field of the source is optional; an empty one matches anything.
             let source_name = source["componentName"]
                 .as_str()
-                .filter(|s| !s.is_empty())
-                .ok_or_else(|| invalid(format!("entry {i}: source.componentName is required")))?
+                .unwrap_or_default()
                 .to_string();
+            if !source.is_object() {
+                return Err(invalid(format!("entry {i}: source must be an object")));
+            }
             let context = match sub.get("repositoryContext") {
                 None | Some(Value::Null) => None,
                 Some(v) => Some(RepositoryContext::parse(v)?),
@@ -153,8 +156,11 @@ impl Overwrites {
         version: &str,
     ) -> (RepositoryContext, String, String) {
         for rule in &self.rules {
-            if rule.source_name != name
-                || rule.source_version.as_deref().is_some_and(|v| v != version)
+            if (!rule.source_name.is_empty() && rule.source_name != name)
+                || rule
+                    .source_version
+                    .as_deref()
+                    .is_some_and(|v| !v.is_empty() && v != version)
                 || rule.source_context.as_ref().is_some_and(|c| *c != ctx.raw)
             {
                 continue;

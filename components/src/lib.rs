@@ -13,6 +13,7 @@
 //! | [`components`] | [`Components`], the real [`ComponentSource`]: folder archives first (mirror), then the context's repository; `offline`; pins |
 //! | [`content`] | blueprint file trees, chart .tgz, JSON schemas from resource bytes (bounded, no path traversal) |
 //! | [`uri`] | `cd://` URIs and `getResourceKey` keys |
+//! | [`schema`] | `cd://` refs of blueprint JSON schemas inlined (relative to the owning component; cycles) |
 //! | [`testing`] | [`testing::MemoryRepository`] |
 //!
 //! Every blob read is verified against its digest (CTF file names, registry digests, the
@@ -34,6 +35,7 @@ pub mod files;
 pub mod fuzzing;
 pub mod ocm;
 pub mod registry;
+pub mod schema;
 pub mod testing;
 pub mod uri;
 

@@ -1089,3 +1089,36 @@ async fn a_rewritten_ctf_directory_is_read_again() {
         .expect_err("gone");
     assert!(matches!(err, ComponentError::NotFound { .. }), "{err}");
 }
+
+/// FORMATS.md §10 on `local-repos/jsonschema/registry` as Landscaper's jsonschema suite does:
+/// with the explicit context the two-hop chain resolves; without it, the descriptor's own
+/// context (ociRegistry example.com) is used and resolution fails.
+#[tokio::test]
+async fn blueprint_schema_cd_refs_resolve_with_the_context_only() {
+    let Some(dir) = data("blueprint_schema_cd_refs") else {
+        return;
+    };
+    let c = components(&dir);
+    let ctx = local("local-repos/jsonschema/registry");
+    let root = c
+        .component_version(&ctx, "example.com/root", "v0.1.0")
+        .await
+        .expect("root");
+    let schema =
+        serde_json::json!({"$ref": "cd://componentReferences/ref-1/resources/resourcesschema"});
+    let got = landscaper_components::schema::resolve_cd_refs(&c, Some(&ctx), &root, &schema)
+        .await
+        .expect("resolves");
+    assert_eq!(
+        got["properties"]["memory"],
+        serde_json::json!({"type": "string"})
+    );
+    assert_eq!(
+        got["properties"]["cpu"],
+        serde_json::json!({"type": "string"})
+    );
+    let err = landscaper_components::schema::resolve_cd_refs(&c, None, &root, &schema)
+        .await
+        .expect_err("own context");
+    assert!(err.to_string().contains("example.com"), "{err}");
+}

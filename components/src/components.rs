@@ -136,6 +136,38 @@ impl Components {
         cache.set_pins(owner, digests);
     }
 
+    /// `doctor`: whether a repository context is usable: a registry answers its API (with
+    /// the pull secrets; refused when offline), a file repository exists below the local root
+    /// and (CTF, component archive) opens.
+    pub async fn check_repository(&self, ctx: &RepositoryContext) -> Result<(), ComponentError> {
+        match &ctx.kind {
+            RepositoryKind::Oci { .. } if self.config.offline => Err(ComponentError::repo(
+                ctx.describe(),
+                "offline: registries are not contacted",
+            )),
+            RepositoryKind::Oci { .. } => crate::registry::ping(self, ctx).await,
+            RepositoryKind::Local { file_path } => {
+                let root = self.resolve_file(file_path, ctx)?;
+                if root.is_dir() {
+                    Ok(())
+                } else {
+                    Err(ComponentError::repo(ctx.describe(), "no such directory"))
+                }
+            }
+            RepositoryKind::Ctf { file_path } | RepositoryKind::ComponentArchive { file_path } => {
+                let ctf = matches!(ctx.kind, RepositoryKind::Ctf { .. });
+                let path = self.resolve_file(file_path, ctx)?;
+                self.open_kind(&path, ctf).map(|_| ())
+            }
+        }
+    }
+
+    /// `doctor`: verifies every cached blob (damaged ones are removed): (blobs, bytes,
+    /// removed); `None` without a cache.
+    pub fn verify_cache(&self) -> Option<(usize, u64, usize)> {
+        self.config.cache.as_ref().map(|c| c.verify())
+    }
+
     /// Releases the pins of `owner`.
     pub fn unpin(&self, owner: &str) {
         if let Some(cache) = &self.config.cache {

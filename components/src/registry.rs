@@ -606,3 +606,31 @@ pub async fn push_component_version(
         .await
         .map_err(|e| map_source_error(s, e))
 }
+
+/// `doctor`: whether the registry of an OCI context answers its API (with the pull secrets).
+pub(crate) async fn ping(
+    components: &Components,
+    ctx: &RepositoryContext,
+) -> Result<(), ComponentError> {
+    let (base, sub_path, _, insecure) = oci_parts(ctx)
+        .ok_or_else(|| ComponentError::repo(ctx.describe(), "not an OCI registry"))?;
+    let repository = ocm::component_repository(sub_path, crate::NameMapping::UrlPath, "x")
+        .trim_end_matches("/x")
+        .to_string();
+    let reference = reference_for(base, repository, Some("ping".into()), None);
+    let mut session =
+        Session::new(components, reference, insecure).map_err(|e| ComponentError::Repository {
+            repository: ctx.describe(),
+            retryable: e.is_retryable(),
+            reason: e.to_string(),
+        })?;
+    session
+        .session
+        .ping()
+        .await
+        .map_err(|e| ComponentError::Repository {
+            repository: ctx.describe(),
+            retryable: e.is_retryable(),
+            reason: e.to_string(),
+        })
+}

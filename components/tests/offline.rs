@@ -1122,3 +1122,26 @@ async fn blueprint_schema_cd_refs_resolve_with_the_context_only() {
         .expect_err("own context");
     assert!(err.to_string().contains("example.com"), "{err}");
 }
+
+#[tokio::test]
+async fn doctor_checks_file_repositories() {
+    let Some(dir) = data("doctor_checks_file_repositories") else {
+        return;
+    };
+    let c = components(&dir);
+    c.check_repository(&local(&format!("{CNUDIE}/valid-components")))
+        .await
+        .expect("local");
+    c.check_repository(&ctf("ctf/landscaper-ctf-local-blobs"))
+        .await
+        .expect("ctf");
+    assert!(c.check_repository(&local("no/such/dir")).await.is_err());
+    assert!(
+        c.check_repository(&ctf("local-repos")).await.is_err(),
+        "not a CTF"
+    );
+    let oci = common::ctx(serde_json::json!({"type": "OCIRegistry", "baseUrl": "127.0.0.1:1"}));
+    let err = c.check_repository(&oci).await.expect_err("offline");
+    assert!(err.to_string().contains("offline"), "{err}");
+    assert_eq!(c.verify_cache(), None);
+}

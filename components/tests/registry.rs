@@ -4,7 +4,8 @@
 //! layout copied in with the real `skopeo copy`. Cold and warm cache (request counts), offline
 //! after the registry stops, htpasswd auth, name mappings, `+` versions, bad input.
 //!
-//! Needs `/usr/bin/docker-registry`, `helm` (`$HELM` or PATH) and `skopeo`; without them the
+//! Needs `/usr/bin/docker-registry`, `helm` (`$HELM`, the workspace's `bin/helm` from
+//! scripts/test.sh, or PATH) and `skopeo`; without them the
 //! tests print SKIP lines and pass.
 
 mod common;
@@ -52,6 +53,11 @@ impl HttpTransport for Counting {
 fn helm() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("HELM") {
         return Some(PathBuf::from(path));
+    }
+    // scripts/test.sh puts the pinned helm there.
+    let workspace_bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bin/helm");
+    if workspace_bin.is_file() {
+        return Some(workspace_bin);
     }
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)

@@ -223,6 +223,15 @@ impl<'c> Session<'c> {
                 detail: "an index without manifests".into(),
             });
         };
+        // The whole artifact is held in memory: bounded like one blob.
+        let total: u64 = layers.iter().map(|l| l.size).sum::<u64>() + config.size;
+        let limit = self.components.config.max_blob_bytes;
+        if total > limit {
+            return Err(SourceError::TooLarge {
+                what: format!("{} ({} layers)", self.name, layers.len()),
+                limit,
+            });
+        }
         let mut blobs = vec![(config.digest.clone(), self.blob(&config).await?)];
         for l in &layers {
             blobs.push((l.digest.clone(), self.blob(l).await?));

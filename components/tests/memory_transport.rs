@@ -171,6 +171,37 @@ async fn helm_repository_oci_artifact_insecure_registry_and_pull_secrets() {
     c.resource(&cv, "repo-chart").await.expect("cached");
     c.resource(&cv, "oci-chart").await.expect("cached");
     assert!(t.requests().is_empty(), "{:?}", t.requests());
+
+    // Artifacts are bounded as a whole (they are held in memory), even when cached.
+    let mut config = ComponentsConfig::new(t.clone());
+    config.pull_secrets = c_secret();
+    config.max_blob_bytes = 100;
+    config.cache = Some(cache.clone()); // the descriptor comes from the warm cache
+    let small = Components::new(config);
+    let cv = small
+        .component_version(&ctx, "example.com/access", "1.0.0")
+        .await
+        .expect("descriptor fits");
+    let err = small
+        .resource(&cv, "oci-chart")
+        .await
+        .expect_err("too large");
+    assert!(
+        err.to_string().contains("larger than") && err.to_string().contains("oci-chart"),
+        "{err}"
+    );
+}
+
+fn c_secret() -> Vec<SecretData> {
+    vec![SecretData {
+        name: "pull".into(),
+        secret_type: "kubernetes.io/dockerconfigjson".into(),
+        data: [(
+            ".dockerconfigjson".to_string(),
+            br#"{"auths":{"reg.example.com":{"username":"robot","password":"pw"}}}"#.to_vec(),
+        )]
+        .into(),
+    }]
 }
 
 fn base64_of(s: &str) -> String {

@@ -203,6 +203,14 @@ impl Components {
         Ok(opened)
     }
 
+    /// Whether `path` is opened and unchanged (then it is a known archive).
+    fn is_open(&self, path: &Path) -> bool {
+        let s = stamp(path);
+        self.opened
+            .lock()
+            .is_ok_and(|m| m.get(path).is_some_and(|(old, _)| *old == s))
+    }
+
     /// Opens a file repository of the expected kind.
     fn open_kind(&self, path: &Path, ctf: bool) -> Result<Arc<AnyArchive>, ComponentError> {
         let opened = self.open(path)?;
@@ -257,6 +265,10 @@ impl Components {
     ) -> (Option<ComponentVersion>, Option<ComponentError>) {
         let mut first_error = None;
         for path in self.registered() {
+            // Something else in the folder (a chart .tgz, a plain directory): not an archive.
+            if !self.is_open(&path) && matches!(AnyArchive::detect(&path), Ok(None)) {
+                continue;
+            }
             let found = self
                 .open(&path)
                 .and_then(|a| a.component_version(name, version));

@@ -693,7 +693,25 @@ async fn a_broken_archive_in_the_folder_leaves_other_components_alone() {
     let broken = tmp.path().join("broken.tar");
     std::fs::write(&broken, &full[..full.len() / 2]).expect("write");
     let c = components(&dir);
+    // A chart .tgz that is no archive at all is simply not one (no error).
+    let chart = tmp.path().join("chart.tgz");
+    std::fs::copy(
+        dir.join("artifact-sets/test-chart-oci-artifact.tgz"),
+        &chart,
+    )
+    .expect("copy");
+    c.set_archives(vec![chart.clone()]);
+    let err = c
+        .component_version(
+            &local(&format!("{CNUDIE}/valid-components")),
+            "github.com/acme.org/helloworld",
+            "1.0.0",
+        )
+        .await
+        .expect_err("nowhere");
+    assert!(matches!(err, ComponentError::NotFound { .. }), "{err}");
     c.set_archives(vec![
+        chart,
         broken.clone(),
         dir.join("ctf/landscaper-container-2/registry-2"),
     ]);

@@ -55,7 +55,23 @@ pub struct ArchiveEntry {
     pub resources: usize,
 }
 
-type Stamp = (Option<SystemTime>, u64);
+/// What identifies an archive's state: for a file its mtime and size, for a directory also
+/// those of its index files (rewritten in place, they do not change the directory's mtime).
+type Stamp = Vec<(Option<SystemTime>, u64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let one = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| (m.modified().ok(), m.len()))
+            .unwrap_or((None, 0))
+    };
+    let mut s = vec![one(path)];
+    if path.is_dir() {
+        s.push(one(&path.join("artifact-index.json")));
+        s.push(one(&path.join("component-descriptor.yaml")));
+    }
+    s
+}
 
 pub struct Components {
     pub(crate) config: ComponentsConfig,
@@ -65,12 +81,6 @@ pub struct Components {
     blobs: Mutex<BTreeMap<String, BTreeSet<String>>>,
     /// Extra trusted CA certificates (PEM) for registries.
     registry_ca: RwLock<Option<Vec<u8>>>,
-}
-
-fn stamp(path: &Path) -> Stamp {
-    std::fs::metadata(path)
-        .map(|m| (m.modified().ok(), m.len()))
-        .unwrap_or((None, 0))
 }
 
 impl Components {
@@ -126,6 +136,38 @@ impl Components {
         cache.set_pins(owner, digests);
     }
 
+    /// `doctor`: whether a repository context is usable: a registry answers its API (with
+    /// the pull secrets; refused when offline), a file repository exists below the local root
+    /// and (CTF, component archive) opens.
+    pub async fn check_repository(&self, ctx: &RepositoryContext) -> Result<(), ComponentError> {
+        match &ctx.kind {
+            RepositoryKind::Oci { .. } if self.config.offline => Err(ComponentError::repo(
+                ctx.describe(),
+                "offline: registries are not contacted",
+            )),
+            RepositoryKind::Oci { .. } => crate::registry::ping(self, ctx).await,
+            RepositoryKind::Local { file_path } => {
+                let root = self.resolve_file(file_path, ctx)?;
+                if root.is_dir() {
+                    Ok(())
+                } else {
+                    Err(ComponentError::repo(ctx.describe(), "no such directory"))
+                }
+            }
+            RepositoryKind::Ctf { file_path } | RepositoryKind::ComponentArchive { file_path } => {
+                let ctf = matches!(ctx.kind, RepositoryKind::Ctf { .. });
+                let path = self.resolve_file(file_path, ctx)?;
+                self.open_kind(&path, ctf).map(|_| ())
+            }
+        }
+    }
+
+    /// `doctor`: verifies every cached blob (damaged ones are removed): (blobs, bytes,
+    /// removed); `None` without a cache.
+    pub fn verify_cache(&self) -> Option<(usize, u64, usize)> {
+        self.config.cache.as_ref().map(|c| c.verify())
+    }
+
     /// Releases the pins of `owner`.
     pub fn unpin(&self, owner: &str) {
         if let Some(cache) = &self.config.cache {
@@ -159,6 +201,14 @@ impl Components {
             map.insert(path.to_path_buf(), (s, opened.clone()));
         }
         Ok(opened)
+    }
+
+    /// Whether `path` is opened and unchanged (then it is a known archive).
+    fn is_open(&self, path: &Path) -> bool {
+        let s = stamp(path);
+        self.opened
+            .lock()
+            .is_ok_and(|m| m.get(path).is_some_and(|(old, _)| *old == s))
     }
 
     /// Opens a file repository of the expected kind.
@@ -215,6 +265,10 @@ impl Components {
     ) -> (Option<ComponentVersion>, Option<ComponentError>) {
         let mut first_error = None;
         for path in self.registered() {
+            // Something else in the folder (a chart .tgz, a plain directory): not an archive.
+            if !self.is_open(&path) && matches!(AnyArchive::detect(&path), Ok(None)) {
+                continue;
+            }
             let found = self
                 .open(&path)
                 .and_then(|a| a.component_version(name, version));

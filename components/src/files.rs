@@ -705,18 +705,26 @@ pub enum AnyArchive {
 
 impl AnyArchive {
     pub fn open(path: &Path) -> Result<AnyArchive, ComponentError> {
+        Self::detect(path)?.ok_or_else(|| {
+            ComponentError::archive(
+                path,
+                "neither a CTF (artifact-index.json) nor a component archive (component-descriptor.yaml)",
+            )
+        })
+    }
+
+    /// `None` for a readable directory or archive that is neither (e.g. a chart .tgz).
+    pub fn detect(path: &Path) -> Result<Option<AnyArchive>, ComponentError> {
         let tree = Tree::open(path)?;
         let has = |name: &str| tree.get(name).ok().flatten().is_some();
         if has("artifact-index.json") {
-            return Ctf::from_tree(path, tree).map(AnyArchive::Ctf);
+            return Ctf::from_tree(path, tree).map(|c| Some(AnyArchive::Ctf(c)));
         }
         if has("component-descriptor.yaml") {
-            return ComponentArchive::from_tree(path, tree).map(AnyArchive::ComponentArchive);
+            return ComponentArchive::from_tree(path, tree)
+                .map(|a| Some(AnyArchive::ComponentArchive(a)));
         }
-        Err(ComponentError::archive(
-            path,
-            "neither a CTF (artifact-index.json) nor a component archive (component-descriptor.yaml)",
-        ))
+        Ok(None)
     }
 
     pub fn component_version(

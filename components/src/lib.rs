@@ -2,6 +2,22 @@
 //! `ocm.software/v3alpha1`), repository contexts, repositories (OCI registry, CTF, component
 //! archives, Landscaper's `local`), resources and their typed content. FORMATS.md in the
 //! acceptance data describes every format with its source.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`descriptor`] | [`ComponentVersion::parse`]: YAML/JSON, both schemas, Landscaper's validation, v2 ↔ v3alpha1 |
+//! | [`context`] | [`RepositoryContext::parse`]: type aliases, keys matched case-insensitively |
+//! | [`ocm`] | OCM's OCI layout: name mappings, `+` ↔ `.build-` tags, manifest → config → descriptor layer (all media types incl. legacy) |
+//! | [`files`] | CTF (directory / .tar / .tgz by content), component archives, `local` repositories; [`files::CtfWriter`] |
+//! | `registry` | component versions and `localBlob` / `ociArtifact` / `helm` resources from registries through sources' OCI client and the shared cache; [`registry::push_component_version`] |
+//! | [`components`] | [`Components`], the real [`ComponentSource`]: folder archives first (mirror), then the context's repository; `offline`; pins |
+//! | [`content`] | blueprint file trees, chart .tgz, JSON schemas from resource bytes (bounded, no path traversal) |
+//! | [`uri`] | `cd://` URIs and `getResourceKey` keys |
+//! | [`schema`] | `cd://` refs of blueprint JSON schemas inlined (relative to the owning component; cycles) |
+//! | [`testing`] | [`testing::MemoryRepository`] |
+//!
+//! Every blob read is verified against its digest (CTF file names, registry digests, the
+//! cache); nothing that failed verification is cached.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -19,6 +35,7 @@ pub mod files;
 pub mod fuzzing;
 pub mod ocm;
 pub mod registry;
+pub mod schema;
 pub mod testing;
 pub mod uri;
 
@@ -65,8 +82,8 @@ pub trait ComponentSource: Send + Sync {
 }
 
 /// One rule of the Context's `componentVersionOverwrites` (Landscaper's
-/// `ComponentVersionOverwrite`): `source` selects by component name (and version, and
-/// repository context when given); `substitution` replaces what it sets.
+/// `ComponentVersionOverwrite`): `source` selects by component name, version and repository
+/// context, each only when given; `substitution` replaces what it sets.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OverwriteRule {
     pub source_name: String,
@@ -100,11 +117,14 @@ impl Overwrites {
         for (i, item) in list.iter().enumerate() {
             let source = &item["source"];
             let sub = &item["substitution"];
+            // Every field of the source is optional; an empty one matches anything.
             let source_name = source["componentName"]
                 .as_str()
-                .filter(|s| !s.is_empty())
-                .ok_or_else(|| invalid(format!("entry {i}: source.componentName is required")))?
+                .unwrap_or_default()
                 .to_string();
+            if !source.is_object() {
+                return Err(invalid(format!("entry {i}: source must be an object")));
+            }
             let context = match sub.get("repositoryContext") {
                 None | Some(Value::Null) => None,
                 Some(v) => Some(RepositoryContext::parse(v)?),
@@ -138,8 +158,11 @@ impl Overwrites {
         version: &str,
     ) -> (RepositoryContext, String, String) {
         for rule in &self.rules {
-            if rule.source_name != name
-                || rule.source_version.as_deref().is_some_and(|v| v != version)
+            if (!rule.source_name.is_empty() && rule.source_name != name)
+                || rule
+                    .source_version
+                    .as_deref()
+                    .is_some_and(|v| !v.is_empty() && v != version)
                 || rule.source_context.as_ref().is_some_and(|c| *c != ctx.raw)
             {
                 continue;

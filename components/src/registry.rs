@@ -223,6 +223,15 @@ impl<'c> Session<'c> {
                 detail: "an index without manifests".into(),
             });
         };
+        // The whole artifact is held in memory: bounded like one blob.
+        let total: u64 = layers.iter().map(|l| l.size).sum::<u64>() + config.size;
+        let limit = self.components.config.max_blob_bytes;
+        if total > limit {
+            return Err(SourceError::TooLarge {
+                what: format!("{} ({} layers)", self.name, layers.len()),
+                limit,
+            });
+        }
         let mut blobs = vec![(config.digest.clone(), self.blob(&config).await?)];
         for l in &layers {
             blobs.push((l.digest.clone(), self.blob(l).await?));
@@ -605,4 +614,32 @@ pub async fn push_component_version(
         .put_manifest(&tag, crate::content::OCI_MANIFEST_MEDIA_TYPE, &bytes)
         .await
         .map_err(|e| map_source_error(s, e))
+}
+
+/// `doctor`: whether the registry of an OCI context answers its API (with the pull secrets).
+pub(crate) async fn ping(
+    components: &Components,
+    ctx: &RepositoryContext,
+) -> Result<(), ComponentError> {
+    let (base, sub_path, _, insecure) = oci_parts(ctx)
+        .ok_or_else(|| ComponentError::repo(ctx.describe(), "not an OCI registry"))?;
+    let repository = ocm::component_repository(sub_path, crate::NameMapping::UrlPath, "x")
+        .trim_end_matches("/x")
+        .to_string();
+    let reference = reference_for(base, repository, Some("ping".into()), None);
+    let mut session =
+        Session::new(components, reference, insecure).map_err(|e| ComponentError::Repository {
+            repository: ctx.describe(),
+            retryable: e.is_retryable(),
+            reason: e.to_string(),
+        })?;
+    session
+        .session
+        .ping()
+        .await
+        .map_err(|e| ComponentError::Repository {
+            repository: ctx.describe(),
+            retryable: e.is_retryable(),
+            reason: e.to_string(),
+        })
 }

@@ -240,4 +240,46 @@ spec:
             .expect("overwritten");
         assert_eq!(resolved.all[1].version, "2.0.0");
     }
+
+    #[test]
+    fn overwrite_rules_match_on_what_they_set() {
+        let other = RepositoryContext::parse(
+            &serde_json::json!({"type": "ociRegistry", "baseUrl": "other.example.com"}),
+        )
+        .expect("ctx");
+        let ow = Overwrites::parse(&serde_json::json!([
+            {"source": {"componentName": "a.io/x", "version": "1.0.0"}, "substitution": {"version": "1.0.1"}},
+            {"source": {"repositoryContext": {"type": "ociRegistry", "baseUrl": "example.com"}},
+             "substitution": {"repositoryContext": {"type": "ociRegistry", "baseUrl": "other.example.com"}}},
+        ]))
+        .expect("parses");
+        assert_eq!(
+            ow.apply(&ctx(), "a.io/x", "1.0.0"),
+            (ctx(), "a.io/x".into(), "1.0.1".into())
+        );
+        // Another version of a.io/x: only the context rule applies.
+        assert_eq!(
+            ow.apply(&ctx(), "a.io/x", "2.0.0"),
+            (other.clone(), "a.io/x".into(), "2.0.0".into())
+        );
+        // In another context nothing matches.
+        assert_eq!(
+            ow.apply(&other, "b.io/y", "1.0.0"),
+            (other.clone(), "b.io/y".into(), "1.0.0".into())
+        );
+        for bad in [
+            serde_json::json!({}),
+            serde_json::json!([{"substitution": {}}]),
+            serde_json::json!([
+            {"source": {"componentName": "a"}, "substitution": {"repositoryContext": {"type": "nope"}}}]),
+        ] {
+            assert!(Overwrites::parse(&bad).is_err(), "{bad}");
+        }
+        assert!(
+            Overwrites::parse(&serde_json::Value::Null)
+                .expect("none")
+                .rules
+                .is_empty()
+        );
+    }
 }

@@ -38,6 +38,9 @@ async fn serve(fake: Fake, uri: Uri) -> Response {
         }
         _ => {}
     }
+    if path == "/v2/" {
+        return (StatusCode::OK, "{}").into_response();
+    }
     match fake.files.get(&path) {
         Some((ct, body)) => {
             (StatusCode::OK, [("content-type", ct.clone())], body.clone()).into_response()
@@ -112,7 +115,16 @@ async fn bad_registry_answers_give_clear_errors_and_nothing_unverified_is_cached
     let dir = tempfile::tempdir().expect("tmp");
     let cache = Arc::new(ChartCache::open(dir.path(), 1 << 20).expect("cache"));
 
+    components(&cache)
+        .check_repository(&ctx)
+        .await
+        .expect("the registry answers");
     set("401");
+    let err = components(&cache)
+        .check_repository(&ctx)
+        .await
+        .expect_err("401 without credentials");
+    assert!(err.to_string().contains("401"), "{err}");
     let err = components(&cache)
         .component_version(&ctx, NAME, "1.0.0")
         .await
@@ -180,6 +192,7 @@ async fn bad_registry_answers_give_clear_errors_and_nothing_unverified_is_cached
     );
 
     set("ok");
+    assert_eq!(c.verify_cache().map(|(_, _, removed)| removed), Some(0));
     let a = c.resource(&cv, "greeting").await.expect("healthy");
     assert_eq!(&a.bytes[..], BLOB);
     assert_eq!(cache.get_blob(&fake.blob_digest).as_deref(), Some(BLOB));

@@ -60,7 +60,7 @@ fn put_component(t: &MemoryTransport, base: &str, descriptor: &str, blobs: &[Vec
     }
 }
 
-const DESCRIPTOR: &str = "meta: {schemaVersion: v2}\ncomponent:\n  name: example.com/access\n  version: 1.0.0\n  provider: internal\n  repositoryContexts: [{type: OCIRegistry, baseUrl: reg.example.com}]\n  resources:\n  - {name: repo-chart, type: helmChart, version: 1.0.0, relation: external, access: {type: helm, helmRepository: 'https://charts.example.com/stable', helmChart: 'app:1.0.0'}}\n  - {name: oci-chart, type: helmChart, version: 1.0.0, relation: external, access: {type: ociRegistry, imageReference: 'ghcr.example.io/charts/app:1.0.0'}}\n";
+const DESCRIPTOR: &str = "meta: {schemaVersion: v2}\ncomponent:\n  name: example.com/access\n  version: 1.0.0\n  provider: internal\n  repositoryContexts: [{type: OCIRegistry, baseUrl: reg.example.com}]\n  resources:\n  - {name: repo-chart, type: helmChart, version: 1.0.0, relation: external, access: {type: helm, helmRepository: 'https://charts.example.com/stable', helmChart: 'app:1.0.0'}}\n  - {name: oci-chart, type: helmChart, version: 1.0.0, relation: external, access: {type: ociRegistry, imageReference: 'ghcr.example.io/charts/app:1.0.0'}}\n  - {name: rel-chart, type: helmChart, version: 1.0.0, relation: local, access: {type: relativeOciReference, reference: 'charts/rel:1.0.0'}}\n";
 
 fn components(
     t: &Arc<MemoryTransport>,
@@ -90,6 +90,8 @@ async fn helm_repository_oci_artifact_insecure_registry_and_pull_secrets() {
     );
     let oci_chart = chart("app", "1.0.0-oci");
     t.put_helm_chart("https://ghcr.example.io", "charts/app", "1.0.0", &oci_chart);
+    let rel_chart = chart("rel", "1.0.0");
+    t.put_helm_chart("http://reg.example.com", "charts/rel", "1.0.0", &rel_chart);
     // The registry wants Basic credentials, which the pull secret has.
     let auth = format!("Basic {}", base64_of("robot:pw"));
     t.protect("http://reg.example.com", &auth, "Basic realm=\"test\"");
@@ -153,6 +155,11 @@ async fn helm_repository_oci_artifact_insecure_registry_and_pull_secrets() {
         .await
         .expect("helm repository chart");
     assert_eq!(helm_chart_tgz(&got).expect("chart"), repo_chart);
+    let got = c
+        .resource(&cv, "rel-chart")
+        .await
+        .expect("relative OCI reference");
+    assert_eq!(helm_chart_tgz(&got).expect("chart"), rel_chart);
     let got = c.resource(&cv, "oci-chart").await.expect("oci chart");
     assert_eq!(
         got.media_type,
@@ -171,6 +178,37 @@ async fn helm_repository_oci_artifact_insecure_registry_and_pull_secrets() {
     c.resource(&cv, "repo-chart").await.expect("cached");
     c.resource(&cv, "oci-chart").await.expect("cached");
     assert!(t.requests().is_empty(), "{:?}", t.requests());
+
+    // Artifacts are bounded as a whole (they are held in memory), even when cached.
+    let mut config = ComponentsConfig::new(t.clone());
+    config.pull_secrets = c_secret();
+    config.max_blob_bytes = 100;
+    config.cache = Some(cache.clone()); // the descriptor comes from the warm cache
+    let small = Components::new(config);
+    let cv = small
+        .component_version(&ctx, "example.com/access", "1.0.0")
+        .await
+        .expect("descriptor fits");
+    let err = small
+        .resource(&cv, "oci-chart")
+        .await
+        .expect_err("too large");
+    assert!(
+        err.to_string().contains("larger than") && err.to_string().contains("oci-chart"),
+        "{err}"
+    );
+}
+
+fn c_secret() -> Vec<SecretData> {
+    vec![SecretData {
+        name: "pull".into(),
+        secret_type: "kubernetes.io/dockerconfigjson".into(),
+        data: [(
+            ".dockerconfigjson".to_string(),
+            br#"{"auths":{"reg.example.com":{"username":"robot","password":"pw"}}}"#.to_vec(),
+        )]
+        .into(),
+    }]
 }
 
 fn base64_of(s: &str) -> String {

@@ -693,7 +693,25 @@ async fn a_broken_archive_in_the_folder_leaves_other_components_alone() {
     let broken = tmp.path().join("broken.tar");
     std::fs::write(&broken, &full[..full.len() / 2]).expect("write");
     let c = components(&dir);
+    // A chart .tgz that is no archive at all is simply not one (no error).
+    let chart = tmp.path().join("chart.tgz");
+    std::fs::copy(
+        dir.join("artifact-sets/test-chart-oci-artifact.tgz"),
+        &chart,
+    )
+    .expect("copy");
+    c.set_archives(vec![chart.clone()]);
+    let err = c
+        .component_version(
+            &local(&format!("{CNUDIE}/valid-components")),
+            "github.com/acme.org/helloworld",
+            "1.0.0",
+        )
+        .await
+        .expect_err("nowhere");
+    assert!(matches!(err, ComponentError::NotFound { .. }), "{err}");
     c.set_archives(vec![
+        chart,
         broken.clone(),
         dir.join("ctf/landscaper-container-2/registry-2"),
     ]);
@@ -1049,4 +1067,99 @@ async fn nested_manifest_local_blob_is_an_artifact_set() {
         helm_chart_tgz(&a).expect("chart layer by media type"),
         chart
     );
+}
+
+#[tokio::test]
+async fn a_rewritten_ctf_directory_is_read_again() {
+    let Some(dir) = data("a_rewritten_ctf_directory_is_read_again") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tmp");
+    copy_dir(
+        &dir.join("ctf/landscaper-ctf-local-blobs"),
+        &tmp.path().join("mirror"),
+    );
+    let c = components(tmp.path());
+    c.set_archives(vec![tmp.path().join("mirror")]);
+    std::fs::create_dir(tmp.path().join("empty")).expect("mkdir");
+    let other = local("empty");
+    c.component_version(&other, "github.com/leaf", "1.0.0")
+        .await
+        .expect("in the mirror");
+    // The index is rewritten in place without the leaf (the directory's mtime stays).
+    let index_path = tmp.path().join("mirror/artifact-index.json");
+    let index = std::fs::read_to_string(&index_path).expect("read");
+    let mut v: serde_json::Value = serde_json::from_str(&index).expect("json");
+    v["artifacts"]
+        .as_array_mut()
+        .expect("list")
+        .retain(|a| a["repository"] != "component-descriptors/github.com/leaf");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&index_path)
+        .expect("open");
+    std::io::Write::write_all(&mut file, &serde_json::to_vec(&v).expect("json")).expect("write");
+    drop(file);
+    let err = c
+        .component_version(&other, "github.com/leaf", "1.0.0")
+        .await
+        .expect_err("gone");
+    assert!(matches!(err, ComponentError::NotFound { .. }), "{err}");
+}
+
+/// FORMATS.md §10 on `local-repos/jsonschema/registry` as Landscaper's jsonschema suite does:
+/// with the explicit context the two-hop chain resolves; without it, the descriptor's own
+/// context (ociRegistry example.com) is used and resolution fails.
+#[tokio::test]
+async fn blueprint_schema_cd_refs_resolve_with_the_context_only() {
+    let Some(dir) = data("blueprint_schema_cd_refs") else {
+        return;
+    };
+    let c = components(&dir);
+    let ctx = local("local-repos/jsonschema/registry");
+    let root = c
+        .component_version(&ctx, "example.com/root", "v0.1.0")
+        .await
+        .expect("root");
+    let schema =
+        serde_json::json!({"$ref": "cd://componentReferences/ref-1/resources/resourcesschema"});
+    let got = landscaper_components::schema::resolve_cd_refs(&c, Some(&ctx), &root, &schema)
+        .await
+        .expect("resolves");
+    assert_eq!(
+        got["properties"]["memory"],
+        serde_json::json!({"type": "string"})
+    );
+    assert_eq!(
+        got["properties"]["cpu"],
+        serde_json::json!({"type": "string"})
+    );
+    let err = landscaper_components::schema::resolve_cd_refs(&c, None, &root, &schema)
+        .await
+        .expect_err("own context");
+    assert!(err.to_string().contains("example.com"), "{err}");
+}
+
+#[tokio::test]
+async fn doctor_checks_file_repositories() {
+    let Some(dir) = data("doctor_checks_file_repositories") else {
+        return;
+    };
+    let c = components(&dir);
+    c.check_repository(&local(&format!("{CNUDIE}/valid-components")))
+        .await
+        .expect("local");
+    c.check_repository(&ctf("ctf/landscaper-ctf-local-blobs"))
+        .await
+        .expect("ctf");
+    assert!(c.check_repository(&local("no/such/dir")).await.is_err());
+    assert!(
+        c.check_repository(&ctf("local-repos")).await.is_err(),
+        "not a CTF"
+    );
+    let oci = common::ctx(serde_json::json!({"type": "OCIRegistry", "baseUrl": "127.0.0.1:1"}));
+    let err = c.check_repository(&oci).await.expect_err("offline");
+    assert!(err.to_string().contains("offline"), "{err}");
+    assert_eq!(c.verify_cache(), None);
 }

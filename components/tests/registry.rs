@@ -4,7 +4,8 @@
 //! layout copied in with the real `skopeo copy`. Cold and warm cache (request counts), offline
 //! after the registry stops, htpasswd auth, name mappings, `+` versions, bad input.
 //!
-//! Needs `/usr/bin/docker-registry`, `helm` (`$HELM` or PATH) and `skopeo`; without them the
+//! Needs `/usr/bin/docker-registry`, `helm` (`$HELM`, the workspace's `bin/helm` from
+//! scripts/test.sh, or PATH) and `skopeo`; without them the
 //! tests print SKIP lines and pass.
 
 mod common;
@@ -52,6 +53,11 @@ impl HttpTransport for Counting {
 fn helm() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("HELM") {
         return Some(PathBuf::from(path));
+    }
+    // scripts/test.sh puts the pinned helm there.
+    let workspace_bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bin/helm");
+    if workspace_bin.is_file() {
+        return Some(workspace_bin);
     }
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -459,6 +465,19 @@ async fn oci_layout_copied_with_skopeo_is_an_oci_artifact_chart() {
         .args(["copy", "--insecure-policy", "--dest-tls-verify=false"])
         .arg(format!("oci:{}", layout.display()))
         .arg(format!("docker://{target}")));
+    // The same layout as `oci-archive:` (a plain tar) to a second tag: the same manifest.
+    let archive = work.path().join("layout.tar");
+    run(Command::new("tar")
+        .arg("cf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&layout)
+        .arg("."));
+    let second = format!("127.0.0.1:{port}/charts/from-layout:1.0.1");
+    run(Command::new("skopeo")
+        .args(["copy", "--insecure-policy", "--dest-tls-verify=false"])
+        .arg(format!("oci-archive:{}", archive.display()))
+        .arg(format!("docker://{second}")));
     let descriptor = format!(
         "meta: {{schemaVersion: v2}}\ncomponent:\n  name: example.com/layout\n  version: 1.0.0\n  provider: internal\n  repositoryContexts: [{{type: OCIRegistry, baseUrl: '127.0.0.1:{port}'}}]\n  resources:\n  - {{name: chart, type: helmChart, version: 1.0.0, relation: external, access: {{type: ociArtifact, imageReference: '{target}'}}}}\n"
     );
@@ -482,6 +501,19 @@ async fn oci_layout_copied_with_skopeo_is_an_oci_artifact_chart() {
         "application/vnd.oci.image.manifest.v1+tar+gzip"
     );
     let chart = helm_chart_tgz(&artifact).expect("chart layer by media type");
+    let other = format!(
+        "meta: {{schemaVersion: v2}}\ncomponent:\n  name: example.com/layout\n  version: 1.0.1\n  provider: internal\n  repositoryContexts: [{{type: OCIRegistry, baseUrl: '127.0.0.1:{port}'}}]\n  resources:\n  - {{name: chart, type: helmChart, version: 1.0.1, relation: external, access: {{type: ociArtifact, imageReference: '{second}'}}}}\n"
+    );
+    push_component_version(&c, &ctx, other.as_bytes(), &[])
+        .await
+        .expect("pushed");
+    let cv2 = c
+        .component_version(&ctx, "example.com/layout", "1.0.1")
+        .await
+        .expect("cv");
+    let chart2 =
+        helm_chart_tgz(&c.resource(&cv2, "chart").await.expect("artifact")).expect("chart");
+    assert_eq!(chart, chart2, "oci: and oci-archive: carry the same chart");
     let files = landscaper_components::archive::untar(&chart, 64 << 20).expect("untars");
     assert!(
         files.keys().any(|k| k.ends_with("/Chart.yaml")),

@@ -127,6 +127,38 @@ impl ChartCache {
             .join(hex(&Sha256::digest(key.as_bytes())))
     }
 
+    /// Verifies every blob (damaged ones are removed, as on a read) and drops refs to missing
+    /// blobs: (blobs kept, bytes kept, blobs removed). For `doctor`.
+    pub fn verify(&self) -> (usize, u64, usize) {
+        let (mut kept, mut bytes, mut removed) = (0, 0, 0);
+        if let Ok(entries) = fs::read_dir(self.root.join("blobs/sha256")) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let digest = format!("sha256:{name}");
+                let ok = valid_sha256_digest(&digest)
+                    && fs::read(entry.path()).is_ok_and(|b| {
+                        bytes += b.len() as u64;
+                        sha256_digest(&b) == digest
+                    });
+                if ok {
+                    kept += 1;
+                } else {
+                    bytes -= fs::metadata(entry.path())
+                        .map(|m| m.len())
+                        .unwrap_or(0)
+                        .min(bytes);
+                    if fs::remove_file(entry.path()).is_ok() {
+                        removed += 1;
+                    }
+                }
+            }
+        }
+        if removed > 0 {
+            self.remove_dangling_refs();
+        }
+        (kept, bytes, removed)
+    }
+
     /// The bytes with this digest, verified; refreshes their place in the LRU order.
     pub fn get_blob(&self, digest: &str) -> Option<Vec<u8>> {
         let path = self.blob_path(digest)?;
@@ -330,6 +362,28 @@ mod tests {
         );
         assert_eq!(cache.get_blob(&digest), Some(b"chart bytes".to_vec()));
         assert_eq!(cache.get_by_key("oci:reg/app:2.0"), None);
+    }
+
+    #[test]
+    fn verify_removes_damaged_blobs_and_their_refs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = ChartCache::open(dir.path(), 1 << 20).expect("open");
+        let good = cache
+            .put_with_keys(b"good", &["k1".to_string()])
+            .expect("put");
+        let bad = cache
+            .put_with_keys(b"bad", &["k2".to_string()])
+            .expect("put");
+        fs::write(cache.blob_path(&bad).expect("path"), b"tampered").expect("write");
+        fs::write(dir.path().join("blobs/sha256/not-a-digest"), b"x").expect("write");
+        assert_eq!(cache.verify(), (1, 4, 2));
+        assert_eq!(cache.get_by_key("k1"), Some((good, b"good".to_vec())));
+        assert_eq!(
+            cache.get_ref("k2"),
+            None,
+            "the ref to the damaged blob is gone"
+        );
+        assert_eq!(cache.verify(), (1, 4, 0));
     }
 
     #[test]

@@ -759,6 +759,28 @@ impl<'a> RegistrySession<'a> {
         })
     }
 
+    /// Checks that the registry answers the API (`GET /v2/`): 200, or 401 with a usable
+    /// challenge for which the credentials (if any) are accepted.
+    pub async fn ping(&mut self) -> Result<(), SourceError> {
+        let scheme = if self.plain_http {
+            "http"
+        } else {
+            self.reference.scheme()
+        };
+        let url = format!("{scheme}://{}/v2/", self.reference.api_host());
+        let what = format!("{} (API check)", self.reference.registry);
+        let response = self.get(&what, &url, None, 1 << 20).await?;
+        if (200..300).contains(&response.status) {
+            return Ok(());
+        }
+        Err(status_error(
+            &what,
+            response.status,
+            self.credentials.is_some(),
+            &response.body,
+        ))
+    }
+
     /// Uploads a blob (monolithic: POST an upload session, PUT the bytes) unless the
     /// registry has it; returns its digest.
     pub async fn push_blob(&mut self, bytes: &[u8]) -> Result<String, SourceError> {

@@ -16,27 +16,30 @@ use landscaper_templating::blueprint::{Bindings, Blueprint, BlueprintFs};
 use landscaper_templating::resources::{ResourceContent, ResourceReader, Resources};
 use serde_json::Value;
 
-/// The appliance's component repositories: the shared cache `<data>/chart-cache`, archives
-/// of the manifests folder (set by the ingest), `local`/CTF file contexts below the manifests
-/// folder; `offline`: cache and archives only.
-pub fn build(
-    data_dir: &std::path::Path,
-    manifests_dir: &std::path::Path,
-    offline: bool,
-) -> (Arc<Components>, Arc<ComponentResolver>) {
+/// The shared content-addressed cache `<data>/chart-cache` (helm charts and component
+/// versions), opened once; `None` (logged) when it cannot be opened.
+pub fn open_cache(data_dir: &std::path::Path) -> Option<Arc<landscaper_sources::ChartCache>> {
     let cache_dir = data_dir.join("chart-cache");
-    // TODO(OCM-API CHANGE): share the helm deployer's ChartCache instance once sources offers
-    // `ChartSources::with_shared_cache`; the same directory is opened twice meanwhile.
-    let cache = match landscaper_sources::ChartCache::open(
+    match landscaper_sources::ChartCache::open(
         &cache_dir,
         landscaper_sources::cache::DEFAULT_CACHE_MAX_BYTES,
     ) {
         Ok(c) => Some(Arc::new(c)),
         Err(e) => {
-            tracing::warn!(dir = %cache_dir.display(), error = %e, "artifact cache unusable; component versions are not cached on disk");
+            tracing::warn!(dir = %cache_dir.display(), error = %e, "artifact cache unusable; charts and component versions are not cached on disk");
             None
         }
-    };
+    }
+}
+
+/// The appliance's component repositories over `cache` (shared with the helm deployer),
+/// archives of the manifests folder (set by the ingest), `local`/CTF file contexts below the
+/// manifests folder; `offline`: cache and archives only.
+pub fn build(
+    cache: Option<Arc<landscaper_sources::ChartCache>>,
+    manifests_dir: &std::path::Path,
+    offline: bool,
+) -> (Arc<Components>, Arc<ComponentResolver>) {
     let mut config =
         ComponentsConfig::new(Arc::new(landscaper_sources::http::HyperTransport::new()));
     config.cache = cache;

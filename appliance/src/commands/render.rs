@@ -444,7 +444,11 @@ fn resolve_component_blueprint(
         .clone()
         .unwrap_or_else(|| PathBuf::from(crate::config::DEFAULT_DATA_DIR));
     let root = folder.clone().unwrap_or_else(|| PathBuf::from("."));
-    let (components, resolver) = crate::components::build(&data_dir, &root, args.offline);
+    let (components, resolver) = crate::components::build(
+        crate::components::open_cache(&data_dir),
+        &root,
+        args.offline,
+    );
     if let Some(folder) = &folder {
         let walk = scan::walk(folder)
             .with_context(|| format!("reading the archives folder {}", folder.display()))?;

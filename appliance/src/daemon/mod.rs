@@ -256,12 +256,14 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
         ..Default::default()
     };
     // The one place the component repositories are built (issue 18).
+    // One content-addressed cache for helm charts and component versions.
+    let cache = crate::components::open_cache(&config.data_dir);
     let (components, resolver) =
-        crate::components::build(&config.data_dir, &config.manifests_dir, false);
+        crate::components::build(cache.clone(), &config.manifests_dir, false);
     // The one place the deployers are built.
     let deployers = std::sync::Arc::new(deployer_registry(
         &store,
-        &config.data_dir,
+        cache,
         &config.manifests_dir,
         Some(resolver.clone()),
     ));
@@ -395,11 +397,12 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     Ok(())
 }
 
-/// The built-in deployers with the helm deployer (chart cache `<data>/chart-cache`, charts
-/// from the manifests folder, pull secrets and repository credentials from the store).
+/// The built-in deployers with the helm deployer (the shared cache `<data>/chart-cache`,
+/// charts from the manifests folder and from component versions, pull secrets and repository
+/// credentials from the store).
 pub fn deployer_registry(
     store: &Store,
-    data_dir: &Path,
+    cache: Option<std::sync::Arc<landscaper_sources::ChartCache>>,
     manifests_dir: &Path,
     components: Option<std::sync::Arc<crate::components::ComponentResolver>>,
 ) -> landscaper_deployers::DeployerRegistry {
@@ -417,7 +420,12 @@ pub fn deployer_registry(
                 data: secret.decoded_data(),
             })
         });
-    let mut helm = landscaper_deployers::HelmDeployer::with_cache_dir(data_dir.join("chart-cache"))
+    let sources = landscaper_sources::ChartSources::with_shared_cache(
+        std::sync::Arc::new(landscaper_sources::http::HyperTransport::new()),
+        cache,
+        landscaper_sources::SourcesConfig::default(),
+    );
+    let mut helm = landscaper_deployers::HelmDeployer::new(sources)
         .with_manifests_dir(manifests_dir.to_path_buf())
         .with_secrets(secrets);
     if let Some(resolver) = components {

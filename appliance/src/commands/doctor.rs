@@ -658,59 +658,33 @@ pub fn registry_endpoint(ctx: &Value) -> Option<(String, u16)> {
     }
 }
 
-/// The shared artifact cache: every blob's content matches its digest name (read only; a bad
-/// blob is reported, not removed: the daemon drops it on its next read).
+/// The shared artifact cache (helm charts and component versions): every blob is verified
+/// against its digest (`ChartCache::verify`); damaged ones are removed, as a read would.
 pub fn check_artifact_cache(dir: &Path) -> Check {
-    use sha2::Digest as _;
     let name = "artifact cache";
-    let blobs = dir.join("blobs/sha256");
-    let entries = match std::fs::read_dir(&blobs) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Check::new(name, Status::Ok, format!("{}: empty", dir.display()));
-        }
-        Err(e) => {
-            return Check::new(name, Status::Fail, format!("{}: {e}", blobs.display()));
-        }
-    };
-    let (mut count, mut bytes, mut bad) = (0usize, 0u64, Vec::new());
-    for entry in entries.flatten() {
-        let file = entry.file_name().to_string_lossy().into_owned();
-        match std::fs::read(entry.path()) {
-            Ok(content) => {
-                count += 1;
-                bytes += content.len() as u64;
-                let actual: String = sha2::Sha256::digest(&content)
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect();
-                if actual != file {
-                    bad.push(file);
-                }
-            }
-            Err(e) => bad.push(format!("{file} ({e})")),
-        }
+    if !dir.join("blobs/sha256").is_dir() {
+        return Check::new(name, Status::Ok, format!("{}: empty", dir.display()));
     }
-    if bad.is_empty() {
+    let cache = match landscaper_sources::ChartCache::open(
+        dir,
+        landscaper_sources::cache::DEFAULT_CACHE_MAX_BYTES,
+    ) {
+        Ok(c) => c,
+        Err(e) => return Check::new(name, Status::Fail, e.to_string()),
+    };
+    let (kept, bytes, removed) = cache.verify();
+    let summary = format!("{}: {kept} blobs, {} MB", dir.display(), bytes / MB);
+    if removed == 0 {
         Check::new(
             name,
             Status::Ok,
-            format!(
-                "{}: {count} blobs, {} MB, all match their digests",
-                dir.display(),
-                bytes / MB
-            ),
+            format!("{summary}, all match their digests"),
         )
     } else {
-        bad.truncate(5);
         Check::new(
             name,
-            Status::Fail,
-            format!(
-                "{}: blobs not matching their digests: {}",
-                dir.display(),
-                bad.join(", ")
-            ),
+            Status::Warn,
+            format!("{summary}; removed {removed} damaged blobs (fetched again when needed)"),
         )
     }
 }
@@ -989,11 +963,9 @@ mod tests {
         assert!(c.message.contains("1 blobs"), "{c:?}");
         std::fs::write(blobs.join(good.trim_start_matches("sha256:")), b"tampered").unwrap();
         let c = check_artifact_cache(dir.path());
-        assert_eq!(c.status, Status::Fail, "{c:?}");
-        assert!(
-            c.message.contains(good.trim_start_matches("sha256:")),
-            "{c:?}"
-        );
+        assert_eq!(c.status, Status::Warn, "{c:?}");
+        assert!(c.message.contains("removed 1 damaged blobs"), "{c:?}");
+        assert!(!blobs.join(good.trim_start_matches("sha256:")).exists());
     }
 
     #[test]

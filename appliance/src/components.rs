@@ -534,9 +534,8 @@ impl ResourceReader for InstallationResources {
     }
 }
 
-/// `cd://` references in blueprint schemas: JSON schema resources looked up from the
-/// blueprint's component version (scope `""`) or from the component version that owns the
-/// schema the reference is in (scope `name:version`).
+/// `cd://` references in blueprint schemas: JSON schema resources of the blueprint's
+/// component version and its references (FORMATS.md §10).
 struct ComponentSchemas {
     resolver: Arc<ComponentResolver>,
     context: RepositoryContext,
@@ -545,46 +544,22 @@ struct ComponentSchemas {
 }
 
 impl landscaper_templating::schema::CdSchemas for ComponentSchemas {
-    fn cd_schema(&self, scope: &str, uri: &str) -> Result<(Value, String), String> {
-        let work = async {
-            let from = match scope.rsplit_once(':') {
-                Some((name, version)) if !scope.is_empty() => {
-                    self.resolver
-                        .source
-                        .component_version(&self.context, name, version)
-                        .await?
-                }
-                _ => self.root.clone(),
-            };
-            let only = ResolvedComponents {
-                root: from.clone(),
-                all: vec![from.clone()],
-            };
-            let (owner, resource) = self
-                .resolver
-                .locate(&self.context, &only, &from, uri)
-                .await?;
-            let entry = owner.resource(&resource)?;
-            let ty = entry
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            if !content::is_jsonschema_type(ty) {
-                return Err(ComponentsFailure::Other(format!(
-                    "resource {resource:?} of component version {} has type {ty:?}, expected landscaper.gardener.cloud/jsonschema",
-                    owner.identity()
-                )));
-            }
-            let artifact = self.resolver.source.resource(&owner, &resource).await?;
-            let schema = content::json_schema(&artifact)
-                .map_err(|e| content::in_context(e, &owner.name, &owner.version, &resource))?;
-            Ok::<_, ComponentsFailure>((schema, owner.identity()))
-        };
+    /// The components crate inlines the whole chain (nested `cd://` refs relative to their
+    /// owning component, cycles detected), so the scope stays the blueprint's component.
+    fn cd_schema(&self, _scope: &str, uri: &str) -> Result<(Value, String), String> {
+        let reference = serde_json::json!({ "$ref": uri });
+        let work = landscaper_components::schema::resolve_cd_refs(
+            &*self.resolver.source,
+            Some(&self.context),
+            &self.root,
+            &reference,
+        );
         std::thread::scope(|s| {
             s.spawn(|| self.handle.block_on(work))
                 .join()
                 .map_err(|_| "reading the schema failed unexpectedly".to_string())
         })?
+        .map(|schema| (schema, String::new()))
         .map_err(|e| e.to_string())
     }
 }

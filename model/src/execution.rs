@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::duration::Duration;
 use super::meta::ObjectMeta;
+use super::workflow::WorkflowExtension;
 use super::shared::{
     Condition, Error, ObjectReference, OnDeleteConfig, Phase, TransitionTimes, some_value,
 };
@@ -72,6 +73,9 @@ pub struct DeployItemTemplate {
     pub update_on_change_only: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_delete: Option<OnDeleteConfig>,
+    /// The appliance's workflow conditions (not a Landscaper field, see [`crate::workflow`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub appliance: Option<WorkflowExtension>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

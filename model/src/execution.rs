@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use super::duration::Duration;
 use super::meta::ObjectMeta;
-use super::workflow::WorkflowExtension;
 use super::shared::{
     Condition, Error, ObjectReference, OnDeleteConfig, Phase, TransitionTimes, some_value,
 };
+use super::workflow::WorkflowExtension;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

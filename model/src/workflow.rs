@@ -208,9 +208,17 @@ mod tests {
             Some(ActivationCondition::Expression("imports.flag".into()))
         );
         assert_eq!(e.failure_policy(), FailurePolicy::ContinueIndependent);
-        assert_eq!(WorkflowExtension::default().failure_policy(), FailurePolicy::FailFast);
-        assert!(serde_json::from_value::<WorkflowExtension>(json!({"failurePolicy": "Sometimes"})).is_err());
-        assert!(serde_json::from_value::<WorkflowExtension>(json!({"readyPostcondtion": "x"})).is_err());
+        assert_eq!(
+            WorkflowExtension::default().failure_policy(),
+            FailurePolicy::FailFast
+        );
+        assert!(
+            serde_json::from_value::<WorkflowExtension>(json!({"failurePolicy": "Sometimes"}))
+                .is_err()
+        );
+        assert!(
+            serde_json::from_value::<WorkflowExtension>(json!({"readyPostcondtion": "x"})).is_err()
+        );
     }
 
     #[test]
@@ -227,7 +235,13 @@ mod tests {
         let e = WorkflowExtension::from_annotations(&meta).unwrap().unwrap();
         assert_eq!(e.failure_policy(), FailurePolicy::ContinueIndependent);
         assert_eq!(e.max_concurrency, Some(3));
-        meta.annotations = Some([(WORKFLOW_ANNOTATION.to_owned(), "maxConcurrency: many".to_owned())].into());
+        meta.annotations = Some(
+            [(
+                WORKFLOW_ANNOTATION.to_owned(),
+                "maxConcurrency: many".to_owned(),
+            )]
+            .into(),
+        );
         let err = WorkflowExtension::from_annotations(&meta).unwrap_err();
         assert!(err.field.contains(WORKFLOW_ANNOTATION), "{err:?}");
     }
@@ -240,7 +254,10 @@ mod tests {
         };
         assert!(policy.check(ExtensionPlace::Execution, "x").is_ok());
         let err = policy
-            .check(ExtensionPlace::DeployItemTemplate, "deployItems[0].appliance")
+            .check(
+                ExtensionPlace::DeployItemTemplate,
+                "deployItems[0].appliance",
+            )
             .unwrap_err();
         assert_eq!(err.field, "deployItems[0].appliance.failurePolicy");
         let zero = WorkflowExtension {
@@ -255,7 +272,9 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            crd.check(ExtensionPlace::DeployItemTemplate, "a").unwrap_err().field,
+            crd.check(ExtensionPlace::DeployItemTemplate, "a")
+                .unwrap_err()
+                .field,
             "a.activationCondition.crdPresent"
         );
     }

@@ -385,6 +385,11 @@ pub struct InstallationTemplate {
     pub export_data_mappings: Option<BTreeMap<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimization: Option<Optimization>,
+    /// The appliance's workflow conditions and policies (`landscaper_model::workflow`); not
+    /// Landscaper's, which ignores it. Not in [`INSTALLATION_TEMPLATE_FIELDS`]: alone it does not
+    /// make an inline template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appliance: Option<landscaper_model::WorkflowExtension>,
 }
 
 fn is_empty_imports(i: &InstallationImports) -> bool {

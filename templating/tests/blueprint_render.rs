@@ -368,6 +368,34 @@ fn printing_a_missing_value_is_an_error() {
 }
 
 #[test]
+fn deploy_item_workflow_block_passes_to_the_execution_template() {
+    // The appliance's extension block (issue 19) survives rendering and target resolution;
+    // items without it are unchanged.
+    let bp = single_deploy(
+        "deployItems:\n- name: x\n  type: t\n  config: {}\n  appliance:\n    reconcilePrecondition: imports.a.on == true\n    activationCondition: {crdPresent: servicemonitors.monitoring.coreos.com}\n- name: z\n  type: t\n  config: {}\n",
+    );
+    let b = Bindings::with_imports(obj(json!({"a": {"on": true}})));
+    let out = render_deploy_executions(&bp, &b).unwrap_or_else(|e| panic!("{e}"));
+    let resolved = resolve_deploy_items(&bp, &b.imports, "ns", &out.deploy_items).unwrap();
+    let block = resolved[0].appliance.as_ref().expect("the block");
+    assert_eq!(
+        block.reconcile_precondition.as_deref(),
+        Some("imports.a.on == true")
+    );
+    assert_eq!(
+        serde_json::to_value(&resolved[0]).unwrap()["appliance"]["activationCondition"],
+        json!({"crdPresent": "servicemonitors.monitoring.coreos.com"})
+    );
+    assert_eq!(resolved[1].appliance, None);
+    assert!(
+        serde_json::to_value(&resolved[1])
+            .unwrap()
+            .get("appliance")
+            .is_none()
+    );
+}
+
+#[test]
 fn template_errors_carry_line_and_column() {
     let bp = single_deploy("deployItems:\n- name: x\n  config: {{ .imports.a.b.c }}\n");
     let e =

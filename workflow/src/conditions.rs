@@ -14,7 +14,7 @@ use std::fmt;
 
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::{Context, Program};
-use landscaper_model::{ActivationCondition, WorkflowExtension};
+use landscaper_model::{ActivationCondition, Condition, ExtensionPlace, WorkflowExtension};
 use serde_json::{Map, Value};
 
 pub const MAX_EXPRESSION_LEN: usize = 4096;
@@ -288,6 +288,69 @@ impl Conditions {
             && self.ready_postcondition.is_none()
             && self.delete_postcondition.is_none()
             && self.activation_condition.is_none()
+    }
+}
+
+/// A block's problem when it is loaded: a misplaced or invalid field, or an expression that
+/// does not compile.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BlockError {
+    #[error("{object}: {}: {}", .error.field, .error.message)]
+    Field {
+        object: String,
+        error: landscaper_model::ModelError,
+    },
+    #[error(transparent)]
+    Expression(#[from] CompileError),
+}
+
+/// Checks and compiles a block where it is loaded (blueprint, Execution, Installation):
+/// `field` names the block, e.g. `deployItems[mon].appliance` or
+/// `metadata.annotations[landscaper-appliance.io/workflow]`.
+pub fn compile_block(
+    object: &str,
+    field: &str,
+    place: ExtensionPlace,
+    ext: Option<&WorkflowExtension>,
+) -> Result<Conditions, BlockError> {
+    if let Some(ext) = ext {
+        ext.check(place, field).map_err(|error| BlockError::Field {
+            object: object.to_owned(),
+            error,
+        })?;
+    }
+    Ok(Conditions::compile(object, field, ext)?)
+}
+
+impl ConditionResult {
+    /// The result as an entry of `status.conditions` (type `ReconcilePrecondition`, ...;
+    /// status `True`/`False`/`Unknown`; reason `ConditionMet`/`ConditionNotMet`/
+    /// `ConditionError`). `lastTransitionTime` moves only when the status changes.
+    pub fn to_condition(
+        &self,
+        kind: ConditionKind,
+        previous: Option<&Condition>,
+        now: &str,
+    ) -> Condition {
+        let status = self.status();
+        let transition = previous
+            .filter(|p| p.status == status)
+            .and_then(|p| p.last_transition_time.clone())
+            .unwrap_or_else(|| now.to_owned());
+        Condition {
+            r#type: kind.condition_type().to_owned(),
+            status: status.to_owned(),
+            last_transition_time: Some(transition),
+            last_update_time: Some(now.to_owned()),
+            reason: match self {
+                ConditionResult::Met { .. } => "ConditionMet",
+                ConditionResult::NotMet { .. } => "ConditionNotMet",
+                ConditionResult::Error { .. } => "ConditionError",
+            }
+            .to_owned(),
+            message: self.message().to_owned(),
+            codes: None,
+        }
     }
 }
 

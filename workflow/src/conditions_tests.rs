@@ -143,3 +143,90 @@ fn conditions_compile_from_the_block_and_crd_present_uses_the_target() {
     assert_eq!(err.field, "deployItems[mon].appliance.deletePostcondition");
     assert_eq!(err.object, "Execution ns/e");
 }
+
+#[test]
+fn compile_block_checks_placement_and_expressions() {
+    let policy: WorkflowExtension =
+        serde_json::from_value(json!({"failurePolicy": "ContinueIndependent"})).unwrap();
+    let err = compile_block(
+        "blueprint deploy item \"mon\"",
+        "deployItems[mon].appliance",
+        ExtensionPlace::DeployItemTemplate,
+        Some(&policy),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "blueprint deploy item \"mon\": deployItems[mon].appliance.failurePolicy: Forbidden: only on Executions and Installations"
+    );
+    assert!(
+        compile_block(
+            "Installation ns/i",
+            "a",
+            ExtensionPlace::Installation,
+            Some(&policy)
+        )
+        .is_ok()
+    );
+    let bad: WorkflowExtension =
+        serde_json::from_value(json!({"readyPostcondition": "self.exports.("})).unwrap();
+    let err = compile_block(
+        "Execution ns/e",
+        "deployItems[x].appliance",
+        ExtensionPlace::DeployItemTemplate,
+        Some(&bad),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, BlockError::Expression(e) if e.field == "deployItems[x].appliance.readyPostcondition"),
+        "{err:?}"
+    );
+    assert!(
+        compile_block("o", "f", ExtensionPlace::Execution, None)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn results_become_status_conditions() {
+    let not_met = ConditionResult::NotMet {
+        message: "reconcilePrecondition \"imports.on\" is false".into(),
+    };
+    let c = not_met.to_condition(ConditionKind::ReconcilePrecondition, None, "t1");
+    assert_eq!(
+        (c.r#type.as_str(), c.status.as_str(), c.reason.as_str()),
+        ("ReconcilePrecondition", "False", "ConditionNotMet")
+    );
+    assert_eq!(c.last_transition_time.as_deref(), Some("t1"));
+    assert_eq!(c.message, not_met.message());
+    // Same status later: the transition time stays; a change moves it.
+    let again = not_met.to_condition(ConditionKind::ReconcilePrecondition, Some(&c), "t2");
+    assert_eq!(
+        (
+            again.last_transition_time.as_deref(),
+            again.last_update_time.as_deref()
+        ),
+        (Some("t1"), Some("t2"))
+    );
+    let met = ConditionResult::Met {
+        message: "m".into(),
+    }
+    .to_condition(ConditionKind::ReconcilePrecondition, Some(&again), "t3");
+    assert_eq!(
+        (met.status.as_str(), met.last_transition_time.as_deref()),
+        ("True", Some("t3"))
+    );
+    let err = ConditionResult::Error {
+        message: "e".into(),
+    }
+    .to_condition(ConditionKind::ReadyPostcondition, None, "t");
+    assert_eq!(
+        (
+            err.r#type.as_str(),
+            err.status.as_str(),
+            err.reason.as_str()
+        ),
+        ("ReadyPostcondition", "Unknown", "ConditionError")
+    );
+}

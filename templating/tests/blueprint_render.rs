@@ -494,6 +494,46 @@ fn export_executions_merge_drop_and_validate() {
 }
 
 #[test]
+fn subinstallation_workflow_blocks_from_entries_files_and_inline_templates() {
+    // The appliance's block (issue 19): beside `file` (applies to the file's template unless
+    // that has its own), inside the file, or inside an inline template. Alone beside `file`
+    // it does not make the entry an inline template.
+    let file = |name: &str, extra: &str| {
+        format!(
+            "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: InstallationTemplate\nname: {name}\nblueprint:\n  ref: cd://resources/child\n{extra}"
+        )
+    };
+    let bp = "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\nsubinstallations:\n- file: /a.yaml\n  appliance:\n    reconcilePrecondition: imports.on\n- file: /b.yaml\n  appliance:\n    reconcilePrecondition: ignored\n- file: /c.yaml\n- apiVersion: landscaper.gardener.cloud/v1alpha1\n  kind: InstallationTemplate\n  name: d\n  blueprint:\n    ref: cd://resources/child\n  appliance:\n    failurePolicy: ContinueIndependent\n";
+    let bp = Blueprint::from_fs(
+        BlueprintFs::new()
+            .with("blueprint.yaml", bp)
+            .with("a.yaml", file("a", "").as_str())
+            .with(
+                "b.yaml",
+                file("b", "appliance:\n  readyPostcondition: self.ready\n").as_str(),
+            )
+            .with("c.yaml", file("c", "").as_str()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let out = render_subinstallations(&bp, &Bindings::with_imports(Map::new()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let blocks: Vec<(&str, Value)> = out
+        .subinstallations
+        .iter()
+        .map(|t| (t.name.as_str(), serde_json::to_value(&t.appliance).unwrap()))
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            ("a", json!({"reconcilePrecondition": "imports.on"})),
+            ("b", json!({"readyPostcondition": "self.ready"})),
+            ("c", Value::Null),
+            ("d", json!({"failurePolicy": "ContinueIndependent"})),
+        ]
+    );
+}
+
+#[test]
 fn subinstallations_come_from_executions_files_and_inline() {
     let bp = blueprint();
     let b = Bindings::with_imports(imports());

@@ -840,7 +840,12 @@ impl Loader {
                     ),
                 )),
                 (None, false) => match load_installation_template_file(&self.fs, &sub.file) {
-                    Ok(t) => out.push(t),
+                    Ok(mut t) => {
+                        if t.appliance.is_none() {
+                            t.appliance = sub.appliance.clone();
+                        }
+                        out.push(t)
+                    }
                     Err(e) => {
                         for mut issue in e.issues {
                             issue.message = format!(

@@ -13,7 +13,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use landscaper_model::{DeployItemTemplate, Duration, ObjectReference, OnDeleteConfig};
+use landscaper_model::{
+    DeployItemTemplate, Duration, ObjectReference, OnDeleteConfig, WorkflowExtension,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -179,6 +181,9 @@ pub struct DeployItemSpecification {
     pub update_on_change_only: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_delete: Option<OnDeleteConfig>,
+    /// The appliance's workflow conditions (`landscaper_model::workflow`); not Landscaper's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appliance: Option<WorkflowExtension>,
 }
 
 /// Result of the deploy executions.
@@ -666,6 +671,7 @@ const DEPLOY_ITEM_FIELDS: &[&str] = &[
     "timeout",
     "updateOnChangeOnly",
     "onDelete",
+    landscaper_model::workflow::APPLIANCE_FIELD,
 ];
 const TARGET_FIELDS: &[&str] = &["name", "import", "index", "key"];
 const ON_DELETE_FIELDS: &[&str] = &["skipUninstallIfClusterRemoved"];
@@ -1345,6 +1351,7 @@ pub fn resolve_deploy_items(
             timeout: item.timeout.clone(),
             update_on_change_only: item.update_on_change_only.then_some(true),
             on_delete: item.on_delete.clone(),
+            appliance: item.appliance.clone(),
         });
     }
     Ok(out)

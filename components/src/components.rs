@@ -384,11 +384,7 @@ impl Components {
         resource_name: &str,
     ) -> Result<Option<Artifact>, ComponentError> {
         let (access, ty) = crate::resource_access(cv, resource_name)?;
-        let base = ty
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
+        let base = crate::access_base_type(&ty);
         if !matches!(base.as_str(), "ociartifact" | "ociregistry" | "ociimage") {
             return Ok(None);
         }

@@ -65,6 +65,20 @@ pub enum ComponentError {
 }
 
 impl ComponentError {
+    /// A resource's content could not be read or interpreted.
+    pub fn content(
+        component: &crate::ComponentVersion,
+        resource: &str,
+        reason: impl Into<String>,
+    ) -> Self {
+        ComponentError::Content {
+            component: component.name.clone(),
+            version: component.version.clone(),
+            resource: resource.to_string(),
+            reason: reason.into(),
+        }
+    }
+
     /// Whether trying again later may succeed (unreachable registry, HTTP 5xx, timeouts).
     pub fn is_retryable(&self) -> bool {
         matches!(

@@ -338,17 +338,8 @@ impl Ctf {
         resource_name: &str,
     ) -> Result<Artifact, ComponentError> {
         let (access, ty) = resource_access(cv, resource_name)?;
-        let base = ty
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        let content_err = |reason: String| ComponentError::Content {
-            component: cv.name.clone(),
-            version: cv.version.clone(),
-            resource: resource_name.to_string(),
-            reason,
-        };
+        let base = crate::access_base_type(&ty);
+        let content_err = |reason: String| ComponentError::content(cv, resource_name, reason);
         let media_type = access_field(&access, "mediaType").unwrap_or("application/octet-stream");
         match base.as_str() {
             "localblob" | "localfilesystemblob" => {
@@ -528,17 +519,8 @@ fn file_blob_resource(
     resource_name: &str,
 ) -> Result<Artifact, ComponentError> {
     let (access, ty) = resource_access(cv, resource_name)?;
-    let base = ty
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    let content_err = |reason: String| ComponentError::Content {
-        component: cv.name.clone(),
-        version: cv.version.clone(),
-        resource: resource_name.to_string(),
-        reason,
-    };
+    let base = crate::access_base_type(&ty);
+    let content_err = |reason: String| ComponentError::content(cv, resource_name, reason);
     if base != "localblob" && base != "localfilesystemblob" {
         return Err(content_err(format!(
             "access type {ty:?} cannot be read from {}",

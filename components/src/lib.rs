@@ -275,5 +275,14 @@ pub(crate) fn resource_access(
     Ok((access.clone(), ty))
 }
 
+/// An access type without its version and case (`localBlob/v1` → `localblob`): OCM's aliases
+/// differ only in those.
+pub(crate) fn access_base_type(ty: &str) -> String {
+    ty.split('/')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase()
+}
+
 /// The label map of extra identities etc. is not needed here; re-exported for convenience.
 pub type Identity = BTreeMap<String, String>;

@@ -359,17 +359,8 @@ pub(crate) async fn resource(
     resource_name: &str,
 ) -> Result<Artifact, ComponentError> {
     let (access, ty) = resource_access(cv, resource_name)?;
-    let base_type = ty
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    let content_err = |reason: String| ComponentError::Content {
-        component: cv.name.clone(),
-        version: cv.version.clone(),
-        resource: resource_name.to_string(),
-        reason,
-    };
+    let base_type = crate::access_base_type(&ty);
+    let content_err = |reason: String| ComponentError::content(cv, resource_name, reason);
     let ctx = &cv.repository_context;
     match base_type.as_str() {
         "localblob" | "localfilesystemblob" => {
@@ -472,12 +463,7 @@ async fn helm_resource(
     resource_name: &str,
     access: &serde_json::Value,
 ) -> Result<Artifact, ComponentError> {
-    let content_err = |reason: String| ComponentError::Content {
-        component: cv.name.clone(),
-        version: cv.version.clone(),
-        resource: resource_name.to_string(),
-        reason,
-    };
+    let content_err = |reason: String| ComponentError::content(cv, resource_name, reason);
     let repo = access_field(access, "helmRepository")
         .ok_or_else(|| content_err("helm access without helmRepository".into()))?;
     let chart = access_field(access, "helmChart")

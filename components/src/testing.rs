@@ -61,11 +61,7 @@ impl MemoryRepository {
 /// The blob key an access names, and its declared media type.
 pub(crate) fn access_key(access: &Value, ty: &str) -> Option<(String, Option<String>)> {
     let mt = access_field(access, "mediaType").map(str::to_string);
-    let base = ty
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let base = crate::access_base_type(ty);
     let key = match base.as_str() {
         "localblob" => access_field(access, "localReference")?.to_string(),
         "localfilesystemblob" => access_field(access, "fileName")?.to_string(),
@@ -111,12 +107,8 @@ impl ComponentSource for MemoryRepository {
     ) -> BoxFuture<'a, Result<Artifact, ComponentError>> {
         Box::pin(async move {
             let (access, ty) = resource_access(component, resource_name)?;
-            let content_err = |reason: String| ComponentError::Content {
-                component: component.name.clone(),
-                version: component.version.clone(),
-                resource: resource_name.to_string(),
-                reason,
-            };
+            let content_err =
+                |reason: String| ComponentError::content(component, resource_name, reason);
             let (key, declared) = access_key(&access, &ty)
                 .ok_or_else(|| content_err(format!("unsupported access type {ty:?}")))?;
             let blob = self.blobs.lock().ok().and_then(|m| m.get(&key).cloned());

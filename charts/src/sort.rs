@@ -119,7 +119,7 @@ fn string_field(m: &BTreeMap<String, Value>, key: &str, path: &str) -> Result<St
 
 /// Reads what Helm's `SimpleHead` reads of a document.
 fn parse_head(doc: &str) -> Result<Head, String> {
-    let v = yaml::unmarshal(doc)?;
+    let v = yaml::unmarshal_keys(doc, &["apiVersion", "kind", "metadata"])?;
     let mut head = Head {
         kind: String::new(),
         name: String::new(),

@@ -445,7 +445,10 @@ fn wait_fails_an_upgrade_whose_objects_never_get_ready_and_atomic_rolls_back() {
         json!({"wait": true, "timeout": "1s"}),
     );
     let error = failing_job(&runtime, &deployer, &mut item, &target);
-    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "upgradeRelease")
+    );
     assert!(
         error.message.starts_with("unable to upgrade helm chart release: Upgrade \"rel\" failed: context deadline exceeded: Deployment is not ready: default/rel-web.")
             && error.message.contains("rel-web"),
@@ -536,7 +539,10 @@ fn a_target_failing_mid_upgrade_leaves_no_pending_or_duplicate_revision() {
     ));
     item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
     let error = failing_job(&runtime, &deployer, &mut item, &target);
-    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "upgradeRelease")
+    );
     assert!(error.is_retryable(), "{error:?}");
     assert!(
         error.message.contains("sh.helm.release.v1.rel.v2")
@@ -744,7 +750,10 @@ fn an_install_whose_deployment_never_gets_ready_times_out_naming_it() {
     let mut item = item(json!({}));
     with_install_args(&mut item, json!({"atomic": true, "timeout": "1s"}));
     let error = failing_job(&runtime, &deployer, &mut item, &target);
-    assert_eq!(error.operation, "InstallHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "installRelease")
+    );
     assert!(
         error.message.starts_with("unable to install helm chart release: release rel failed, and has been uninstalled due to atomic being set: context deadline exceeded: Deployment is not ready: default/rel-web. 0 out of 2 expected pods are ready"),
         "{}",
@@ -931,7 +940,10 @@ fn hook_jobs_of_the_deployers_release_run_in_weight_order_and_helm_shows_them() 
     item.spec.config.as_mut().unwrap()["values"] =
         json!({"greeting": "four", "preUpgrade": "Fail"});
     let error = failing_job(&runtime, &deployer, &mut item, &target);
-    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "upgradeRelease")
+    );
     for part in [
         "pre-upgrade hooks failed",
         "demo/templates/hooks.yaml",
@@ -1059,4 +1071,410 @@ fn helm_rollback_runs_the_rollback_hooks_the_deployer_recorded_and_a_reconcile_c
     );
     let history = helm.ok(&["history", "rel", "-n", "default"]);
     assert!(history.contains("Rollback to 1"), "{history}");
+}
+
+/// Landscaper retries a failing upgrade (every 5s until the item's timeout) with a new
+/// `helm upgrade` each time (`RealHelmDeployer.Deploy` finds the release and upgrades it;
+/// Helm's upgrade goes on top of the deployed revision, or of the failed one when none is
+/// deployed, with the next revision number and `MaxHistory = 10`): each attempt is one failed
+/// revision, numbers never repeat, the history stays at 10 with the deployed revision kept,
+/// and once the cause is gone the next attempt deploys. `helm history` shows the same.
+#[test]
+fn failing_upgrade_attempts_are_new_revisions_within_the_history_limit() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let chart = write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    // The API server refuses every patch of the ConfigMap: twelve attempts, revisions 2..=13.
+    server.fail_requests(kube_test_server::FaultRule::new(
+        Some("PATCH"),
+        "/api/v1/namespaces/default/configmaps/rel-cm",
+        500,
+    ));
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
+    for attempt in 2..=13u32 {
+        let error = failing_job(&runtime, &deployer, &mut item, &target);
+        assert_eq!(
+            (error.operation.as_str(), error.reason.as_str()),
+            ("RealHelmDeployer.Deploy", "upgradeRelease")
+        );
+        assert!(error.is_retryable(), "{error:?}");
+        assert!(
+            error.message.starts_with(
+                "unable to upgrade helm chart release: Upgrade \"rel\" failed: cannot patch \"rel-cm\" with kind ConfigMap"
+            ),
+            "attempt {attempt}: {}",
+            error.message
+        );
+        let history = records(&server);
+        let latest = history.iter().map(|(v, _)| v.parse::<u32>().unwrap()).max();
+        assert_eq!(latest, Some(attempt), "{history:?}");
+        assert!(history.len() <= 10, "{history:?}");
+    }
+    // Revision 1 stays deployed; the oldest failed ones made room (Helm's removeLeastRecent).
+    let mut expected: Vec<(u32, String)> = vec![(1, "deployed".into())];
+    expected.extend((5..=13).map(|v| (v, "failed".to_string())));
+    let numbered = |records: Vec<(String, String)>| -> Vec<(u32, String)> {
+        let mut n: Vec<(u32, String)> = records
+            .into_iter()
+            .map(|(v, s)| (v.parse().unwrap(), s))
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(numbered(records(&server)), expected);
+    let history = helm.ok(&[
+        "history", "rel", "-n", "default", "--max", "20", "-o", "json",
+    ]);
+    let history: Value = serde_json::from_str(&history).unwrap();
+    let shown: Vec<(u32, String)> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["revision"].as_u64().unwrap() as u32,
+                h["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(shown, expected, "helm history");
+    assert!(
+        history[9]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Upgrade \"rel\" failed: cannot patch \"rel-cm\""),
+        "{history}"
+    );
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"]["greeting"],
+        "one"
+    );
+
+    // The cause is gone: the next attempt deploys revision 14 on top of revision 1.
+    server.clear_faults();
+    run_job(&runtime, &deployer, &mut item, &target);
+    let mut expected: Vec<(u32, String)> = vec![(1, "superseded".into())];
+    expected.extend((6..=13).map(|v| (v, "failed".to_string())));
+    expected.push((14, "deployed".into()));
+    assert_eq!(numbered(records(&server)), expected);
+    assert_eq!(
+        server.get("v1", "ConfigMap", "default", "rel-cm").unwrap()["data"],
+        json!({"greeting": "two", "revision": "14"})
+    );
+    // And the real helm goes on from there.
+    helm.ok(&[
+        "upgrade",
+        "rel",
+        chart.to_str().unwrap(),
+        "-n",
+        "default",
+        "--reuse-values",
+        "--history-max",
+        "10",
+    ]);
+    let status = helm.ok(&["status", "rel", "-n", "default"]);
+    assert!(
+        status.contains("REVISION: 15") && status.contains("STATUS: deployed"),
+        "{status}"
+    );
+}
+
+/// A failed install leaves revision 1 failed; Landscaper's next attempt finds the release and
+/// upgrades it (Helm upgrades on top of the failed revision when none is deployed): revision 2.
+#[test]
+fn a_failed_install_is_retried_as_an_upgrade_on_top_of_the_failed_revision() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    server.fail_requests(
+        kube_test_server::FaultRule::new(Some("POST"), "/api/v1/namespaces/default/services", 500)
+            .times(1),
+    );
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "installRelease")
+    );
+    assert_eq!(records(&server), [("1".into(), "failed".into())]);
+
+    let result = run_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(result.phase, Some(Phase::Succeeded));
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "failed".into()),
+            ("2".into(), "deployed".into())
+        ]
+    );
+    let history = helm.ok(&["history", "rel", "-n", "default"]);
+    assert!(
+        history.contains("Upgrade complete") && history.contains("Release \"rel\" failed"),
+        "{history}"
+    );
+    assert!(server.get("v1", "Service", "default", "rel-svc").is_some());
+}
+
+/// As Helm's `execHook` (`cfg.recordRelease`), the record shows a hook `Running` (the revision
+/// still `pending-upgrade`) while its Job runs: `helm status -o json` sees it mid-upgrade,
+/// then the hook `Succeeded` on the deployed revision.
+#[test]
+fn helm_sees_a_hook_running_while_the_deployer_waits_for_it() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let dir = write_chart(manifests.path());
+    std::fs::write(
+        dir.join("templates/slow.yaml"),
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}-slow\n  annotations:\n    helm.sh/hook: pre-upgrade\n    kube-test-server/outcome: Complete\n    kube-test-server/delay-ms: \"2500\"\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n",
+    )
+    .unwrap();
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let mut seen = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let (ok, out, _) = helm.run(&["status", "rel", "-n", "default", "-o", "json"]);
+                if ok && let Ok(release) = serde_json::from_str::<Value>(&out) {
+                    let phase = release["hooks"]
+                        .as_array()
+                        .and_then(|h| h.iter().find(|h| h["name"] == "rel-slow"))
+                        .and_then(|h| h["last_run"]["phase"].as_str())
+                        .unwrap_or_default()
+                        .to_string();
+                    seen.push((
+                        release["version"].as_u64().unwrap_or_default(),
+                        release["info"]["status"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        phase,
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            seen
+        });
+        item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
+        run_job(&runtime, &deployer, &mut item, &target);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        watcher.join().unwrap()
+    });
+    assert!(
+        seen.contains(&(2, "pending-upgrade".into(), "Running".into())),
+        "{seen:?}"
+    );
+    let record = release_record(&server, 2);
+    let slow = record.hooks.iter().find(|h| h.name == "rel-slow").unwrap();
+    assert_eq!(
+        serde_json::to_value(&slow.last_run).unwrap()["phase"],
+        "Succeeded"
+    );
+    assert_eq!(record.info.as_ref().unwrap().status.to_string(), "deployed");
+}
+
+/// kube's strategic merge patch sends `$retainKeys` for fields with the `retainKeys` strategy
+/// (Deployment `strategy`, Pod `volumes`): switching to `Recreate` clears the defaulted
+/// `rollingUpdate`, switching a volume's source drops the old one. The deployer's upgrade
+/// leaves the same Deployment as `helm upgrade` does.
+#[test]
+fn an_upgrade_switching_strategy_and_volume_source_matches_helms() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let dir = manifests.path().join("charts/demo");
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("values.yaml"), "recreate: false\n").unwrap();
+    std::fs::write(
+        dir.join("templates/deploy.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: 1\n  strategy:\n    type: {{ if .Values.recreate }}Recreate{{ else }}RollingUpdate{{ end }}\n  selector:\n    matchLabels: {app: {{ .Release.Name }}}\n  template:\n    metadata:\n      labels: {app: {{ .Release.Name }}}\n    spec:\n      containers:\n        - name: web\n          image: nginx\n      volumes:\n        - name: data\n{{- if .Values.recreate }}\n          hostPath: {path: /x}\n{{- else }}\n          emptyDir: {}\n{{- end }}\n",
+    )
+    .unwrap();
+    let chart = dir.to_str().unwrap();
+    // helm's release `mine`.
+    helm.ok(&["install", "mine", chart, "-n", "default"]);
+    helm.ok(&[
+        "upgrade",
+        "mine",
+        chart,
+        "-n",
+        "default",
+        "--set",
+        "recreate=true",
+    ]);
+    // The deployer's release `rel`.
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({}));
+    run_job(&runtime, &deployer, &mut item, &target);
+    let installed = server
+        .get("apps/v1", "Deployment", "default", "rel-web")
+        .unwrap();
+    assert!(
+        installed["spec"]["strategy"]["rollingUpdate"].is_object(),
+        "the server defaults rollingUpdate: {}",
+        installed["spec"]["strategy"]
+    );
+    item.spec.config.as_mut().unwrap()["values"] = json!({"recreate": true});
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    let theirs = server
+        .get("apps/v1", "Deployment", "default", "mine-web")
+        .unwrap();
+    let ours = server
+        .get("apps/v1", "Deployment", "default", "rel-web")
+        .unwrap();
+    assert_eq!(ours["spec"]["strategy"], json!({"type": "Recreate"}));
+    assert_eq!(ours["spec"]["strategy"], theirs["spec"]["strategy"]);
+    assert_eq!(
+        ours["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"],
+        "/x"
+    );
+    assert_eq!(
+        ours["spec"]["template"]["spec"]["volumes"],
+        theirs["spec"]["template"]["spec"]["volumes"]
+    );
+    assert!(
+        ours["spec"]["template"]["spec"]["volumes"][0]
+            .get("emptyDir")
+            .is_none(),
+        "{}",
+        ours["spec"]["template"]["spec"]["volumes"]
+    );
+}
+
+/// A `helm upgrade` killed mid-wait leaves its revision `pending-upgrade`. As Landscaper: the
+/// next attempt fails with Helm's "another operation is in progress" error and removes the
+/// pending record (`unblockPendingHelmRelease`); the attempt after that upgrades, reusing the
+/// removed revision's number (nothing else has it).
+#[test]
+fn a_pending_upgrade_left_by_a_killed_helm_blocks_one_attempt() {
+    let server = TestServer::start_blocking(ServerConfig::default()).unwrap();
+    let Some(helm) = Helm::new(&server) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let manifests = tempfile::tempdir().unwrap();
+    let chart = write_chart(manifests.path());
+    let deployer = deployer(manifests.path());
+    let target = target(&server);
+    let mut item = item(json!({"greeting": "one"}));
+    run_job(&runtime, &deployer, &mut item, &target);
+
+    server.set_readiness(kube_test_server::Readiness::Never);
+    let home = helm.home.path();
+    let mut child = Command::new(&helm.bin)
+        .args([
+            "upgrade",
+            "rel",
+            chart.to_str().unwrap(),
+            "-n",
+            "default",
+            "--reuse-values",
+            "--set",
+            "replicas=2",
+            "--wait",
+            "--timeout",
+            "60s",
+        ])
+        .env("KUBECONFIG", home.join("kubeconfig"))
+        .env("HOME", home)
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while records(&server)
+        != [
+            ("1".into(), "deployed".into()),
+            ("2".into(), "pending-upgrade".into()),
+        ]
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            records(&server)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    server.set_readiness(kube_test_server::Readiness::After(
+        std::time::Duration::from_millis(100),
+    ));
+
+    item.spec.config.as_mut().unwrap()["values"] = json!({"greeting": "two"});
+    let error = failing_job(&runtime, &deployer, &mut item, &target);
+    assert!(
+        error.message.contains(
+            "another operation (install/upgrade/rollback) is in progress: release rel revision 2 in namespace default is pending-upgrade"
+        ),
+        "{}",
+        error.message
+    );
+    assert_eq!(records(&server), [("1".into(), "deployed".into())]);
+
+    run_job(&runtime, &deployer, &mut item, &target);
+    assert_eq!(
+        records(&server),
+        [
+            ("1".into(), "superseded".into()),
+            ("2".into(), "deployed".into())
+        ]
+    );
+    let status = helm.ok(&["status", "rel", "-n", "default"]);
+    assert!(
+        status.contains("REVISION: 2") && status.contains("STATUS: deployed"),
+        "{status}"
+    );
 }

@@ -404,7 +404,86 @@ fn hook_jobs_run_through_the_daemon_and_a_failing_one_is_the_items_error() {
     let mut unique = revisions.clone();
     unique.dedup();
     assert_eq!(revisions, unique, "no duplicate revisions");
+    assert!(history.len() <= 10, "Helm's history limit: {history:?}");
     assert_eq!(greeting(&cluster, "rel")["greeting"], "hi");
+
+    // The values are fixed while the failing job retries. As in Landscaper, the installation
+    // starts no new job until the running one has ended (`isCreateNewJobID`: the reconcile
+    // annotation waits): the item keeps its job and its error, nothing new is deployed.
+    let failing_job = item_of(&daemon, "rel").unwrap()["status"]["jobID"].clone();
+    daemon.write("rel.yaml", &installation("rel", "fixed", 2));
+    std::thread::sleep(Duration::from_secs(6));
+    let item = item_of(&daemon, "rel").unwrap();
+    assert_eq!(item["status"]["jobID"], failing_job, "{item}");
+    // Not final (Landscaper shows `Progressing` here; the appliance keeps the phase the job
+    // started with, `Init`, while the deployer call fails).
+    assert!(
+        matches!(
+            item["status"]["phase"].as_str(),
+            Some("Init" | "Progressing")
+        ),
+        "{item}"
+    );
+    assert_eq!(greeting(&cluster, "rel")["greeting"], "hi");
+    let inst = daemon
+        .get_json("/apis/landscaper.gardener.cloud/v1alpha1/namespaces/e2e/installations/rel")
+        .unwrap();
+    assert_eq!(
+        inst["metadata"]["annotations"]["landscaper.gardener.cloud/operation"], "reconcile",
+        "{inst}"
+    );
+
+    // The user interrupts the failing job (or waits for the item's progressing timeout): the
+    // item fails with InterruptOperation and the next reconcile deploys the fixed values on
+    // top of the failed revisions, with the next revision number.
+    let token_file = daemon.data.join("api-token");
+    let out = daemon.cli(&[
+        "interrupt",
+        "rel",
+        "-n",
+        "e2e",
+        "--token-file",
+        token_file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    eventually(
+        Duration::from_secs(60),
+        "the failing job interrupted",
+        || {
+            let item = item_of(&daemon, "rel")?;
+            (item["status"]["phase"] == "Failed"
+                && item["status"]["lastError"]["reason"] == "InterruptOperation")
+                .then_some(())
+        },
+    );
+    // An attempt cut short by the interrupt may have left its record pending: Landscaper's
+    // unblockPendingHelmRelease removes it, so its number is the next one again.
+    let next = records(&cluster, "rel")
+        .iter()
+        .filter(|(_, s)| !s.starts_with("pending"))
+        .map(|(v, _)| v + 1)
+        .max()
+        .unwrap();
+    daemon.write("rel.yaml", &installation("rel", "fixed", 3));
+    deployed(&cluster, &daemon, "rel", next);
+    assert_eq!(
+        greeting(&cluster, "rel"),
+        json!({"greeting": "fixed", "revision": next.to_string()})
+    );
+    let history = records(&cluster, "rel");
+    assert_eq!(history[0], (1, "superseded".to_string()), "{history:?}");
+    assert!(history.len() <= 10, "{history:?}");
+    assert!(
+        history[1..history.len() - 1]
+            .iter()
+            .all(|(_, s)| s == "failed"),
+        "{history:?}"
+    );
+    let status = helm.ok(&["status", "rel", "-n", "apps"]);
+    assert!(
+        status.contains(&format!("REVISION: {next}")) && status.contains("STATUS: deployed"),
+        "{status}"
+    );
 
     let logs = daemon.logs();
     assert!(!logs.contains("panicked"), "{logs}");

@@ -1,12 +1,12 @@
 //! Benchmark of issue 17 (ignored by default; run with `--ignored --nocapture`): 100
 //! installations, each one helm deploy item with a 10-object chart as a real Helm release,
 //! through the daemon against the Kubernetes test server (time until all Succeeded, the
-//! daemon's peak memory), and the same 100 releases with the real `helm install` (`HELM`) from
+//! daemon's peak memory), and the same 100 releases with the real `helm upgrade --install` (`HELM`) from
 //! a loop, side by side in one run. Both sides wait for the chart's Deployment to roll out:
-//! the appliance through Landscaper's readiness checks of the item, `helm install --wait`
+//! the appliance through Landscaper's readiness checks of the item, `helm upgrade --install --wait`
 //! through Helm's waiter (the test server simulates ReplicaSets and Pods, ready 100ms after
 //! creation). Helm's waiter polls every 2s after a first immediate check, so each
-//! `helm install --wait` takes at least ~2s here. `BENCH_RELEASES` sets the count (default
+//! `helm upgrade --install --wait` takes at least ~2s here. `BENCH_RELEASES` sets the count (default
 //! 100) for a short smoke run.
 
 use std::path::{Path, PathBuf};
@@ -173,7 +173,8 @@ fn bench_100_helm_releases_appliance_and_helm() {
         let name = format!("h{i:03}");
         let status = Command::new(&helm)
             .args([
-                "install",
+                "upgrade",
+                "--install",
                 &name,
                 chart.to_str().unwrap(),
                 "-n",
@@ -198,7 +199,7 @@ fn bench_100_helm_releases_appliance_and_helm() {
     }
     let loop_time = start.elapsed();
     println!(
-        "helm install --wait loop: {releases} releases in {:.2}s ({:.2}x the appliance's time)",
+        "helm upgrade --install --wait loop: {releases} releases in {:.2}s ({:.2}x the appliance's time)",
         loop_time.as_secs_f64(),
         loop_time.as_secs_f64() / appliance.as_secs_f64()
     );

@@ -16,7 +16,9 @@
 //!    delete every hook with `hook-succeeded`, in reverse order.
 //!
 //! `CustomResourceDefinition` hooks are never deleted. Test hooks (`test`, `test-success`)
-//! are never run. Each hook's `last_run` (started, completed, phase) is recorded in place.
+//! are never run. Each hook's `last_run` (started, completed, phase) is recorded in place; as
+//! Helm's `execHook` (`cfg.recordRelease`), [`run_hooks_recorded`] also has the release record
+//! written with the hook `Running` before the hook's objects are created.
 
 use std::time::Duration;
 
@@ -24,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use super::release::model::{Hook, HookExecution, HookPhase};
+use crate::BoxFuture;
 use crate::kubernetes::{ClusterClient, ClusterError, Deletion, ObjectRef};
 
 pub const HOOK_ANNOTATION: &str = "helm.sh/hook";
@@ -367,6 +370,35 @@ pub async fn run_hooks(
     hooks: &mut [Hook],
     options: &HookOptions,
 ) -> Result<(), HookError> {
+    run_hooks_recorded(client, event, hooks, options, &NoRecord).await
+}
+
+/// Writes the release with its hooks as they are (Helm's `cfg.recordRelease(rl)` in
+/// `execHook`, right after a hook's `last_run` became `Running`). A failed write is only
+/// logged, as Helm does.
+pub trait HookRecorder: Send + Sync {
+    fn record<'a>(&'a self, hooks: &'a [Hook]) -> BoxFuture<'a, ()>;
+}
+
+/// Records nothing.
+struct NoRecord;
+
+impl HookRecorder for NoRecord {
+    fn record<'a>(&'a self, _hooks: &'a [Hook]) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// [`run_hooks`], with `recorder` called each time a hook turns `Running` (before its objects
+/// are created), so the stored release shows the hook running while it is waited for, and a
+/// run cut short leaves it so, as with Helm.
+pub async fn run_hooks_recorded(
+    client: &dyn ClusterClient,
+    event: HookEvent,
+    hooks: &mut [Hook],
+    options: &HookOptions,
+    recorder: &dyn HookRecorder,
+) -> Result<(), HookError> {
     let plan = plan_hooks(event, hooks);
     for (position, step) in plan.iter().enumerate() {
         let hook = &mut hooks[step.index];
@@ -392,6 +424,8 @@ pub async fn run_hooks(
             completed_at: None,
             phase: HookPhase::Running,
         };
+        recorder.record(hooks).await;
+        let hook = &mut hooks[step.index];
         let outcome = match client.create(&object).await {
             Err(source) => Err(HookError::Create {
                 event,

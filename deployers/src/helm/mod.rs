@@ -174,8 +174,10 @@ fn previous_status(item: &DeployItem) -> Result<Option<ProviderStatus>, Deployer
 }
 
 const GET_RELEASE_OPERATION: &str = "GetHelmRelease";
-const INSTALL_OPERATION: &str = "InstallHelmRelease";
-const UPGRADE_OPERATION: &str = "UpgradeHelmRelease";
+/// The operation of an install or upgrade failure: Landscaper's `RealHelmDeployer.Deploy`
+/// wraps the action's error (`NewWrappedError(err, op, "installRelease"|"upgradeRelease", …)`,
+/// without the inner error's codes).
+const DEPLOY_OPERATION: &str = "RealHelmDeployer.Deploy";
 const DELETE_OPERATION: &str = "DeleteHelmRelease";
 
 /// A boolean of `helmDeploymentConfig.install|upgrade` (`false` when unset or not a bool).
@@ -297,22 +299,24 @@ pub fn release_managed_resources(
         .collect())
 }
 
-/// An action's failure as Landscaper reports it (`unable to install helm chart release: ...`);
-/// retried, except for an unauthorized target.
+/// An action's failure as Landscaper reports it: operation `RealHelmDeployer.Deploy`, reason
+/// `installRelease` or `upgradeRelease`, `unable to install|upgrade helm chart release: ...`
+/// (Landscaper puts Helm's log lines before it; there are none here). Retried until the item's
+/// timeout, each attempt a new revision, except for an unauthorized target.
 fn action_error(plan: Plan, e: &ActionError) -> DeployerError {
-    let (operation, verb) = if plan.is_install() {
-        (INSTALL_OPERATION, "install")
+    let (reason, verb) = if plan.is_install() {
+        ("installRelease", "install")
     } else {
-        (UPGRADE_OPERATION, "upgrade")
+        ("upgradeRelease", "upgrade")
     };
     let message = format!("unable to {verb} helm chart release: {e}");
     match e.cluster_error() {
         Some(c) => {
-            let mut error = applier::cluster_error(operation, "Install", c);
+            let mut error = applier::cluster_error(DEPLOY_OPERATION, reason, c);
             error.message = message;
             error
         }
-        None => DeployerError::new(operation, "Install", message),
+        None => DeployerError::new(DEPLOY_OPERATION, reason, message),
     }
 }
 

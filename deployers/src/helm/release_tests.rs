@@ -313,7 +313,7 @@ fn objects_of_others_are_not_taken_over_unless_asked() {
     let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
     assert_eq!(
         (error.operation.as_str(), error.reason.as_str()),
-        ("InstallHelmRelease", "Install")
+        ("RealHelmDeployer.Deploy", "installRelease")
     );
     assert_eq!(
         error.message,
@@ -361,7 +361,10 @@ fn a_pending_record_is_reported_and_unblocked() {
 
     next_job(&mut item, &result);
     let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
-    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "upgradeRelease")
+    );
     assert!(
         error
             .message
@@ -411,6 +414,56 @@ fn a_corrupt_latest_record_fails_clearly_without_a_new_revision() {
     assert_eq!(secrets.len(), 1, "no new revision");
 }
 
+/// Helm's rollback whose wait times out: the rollback revision says `Release "NAME" failed:
+/// ...`, the revision it started from is left as it was (not superseded, unlike a failed
+/// update), the error is `release NAME failed: ...`.
+#[test]
+fn an_atomic_rollback_that_never_gets_ready_is_recorded_as_helms() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chart(dir.path());
+    std::fs::write(
+        dir.path().join("charts/demo/templates/web.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: nginx}]}\n",
+    )
+    .unwrap();
+    let cluster = running_cluster();
+    let deployer = deployer(&cluster, dir.path());
+    // Installed without waiting; the in-memory cluster never makes Deployments ready.
+    let mut item = item(real(json!({})));
+    let _ = block_on(deployer.reconcile(DeployRequest::new(&item, None)));
+    assert_eq!(history(&cluster), [(1, Status::Deployed)]);
+    item.status = Some(landscaper_model::DeployItemStatus {
+        phase: Some(Phase::Init),
+        ..Default::default()
+    });
+    item.spec.config = Some(real(json!({
+        "values": {"greeting": "two"},
+        "helmDeploymentConfig": {"upgrade": {"atomic": true, "timeout": "300ms"}},
+    })));
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
+    assert!(
+        error.message.starts_with(
+            "unable to upgrade helm chart release: an error occurred while rolling back the release. original upgrade error: Upgrade \"rel\" failed: context deadline exceeded: Deployment is not ready: apps/rel-web."
+        ) && error.message.contains(": release rel failed: context deadline exceeded"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        history(&cluster),
+        [
+            (1, Status::Deployed),
+            (2, Status::Failed),
+            (3, Status::Failed)
+        ]
+    );
+    let rollback = record(&cluster, 3);
+    let description = &rollback.info.as_ref().unwrap().description;
+    assert!(
+        description.starts_with("Release \"rel\" failed: context deadline exceeded"),
+        "{description}"
+    );
+}
+
 #[test]
 fn an_atomic_install_that_never_gets_ready_is_uninstalled() {
     let dir = tempfile::tempdir().unwrap();
@@ -427,7 +480,10 @@ fn an_atomic_install_that_never_gets_ready_is_uninstalled() {
         "helmDeploymentConfig": {"install": {"atomic": true, "timeout": "300ms"}},
     })));
     let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
-    assert_eq!(error.operation, "InstallHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "installRelease")
+    );
     assert!(
         error.message.starts_with(
             "unable to install helm chart release: release rel failed, and has been uninstalled due to atomic being set: context deadline exceeded: Deployment is not ready: apps/rel-web."
@@ -494,7 +550,7 @@ fn a_rollback_redeploys_an_older_revision_as_a_new_one() {
 }
 
 #[test]
-fn uninstall_with_wait_reports_objects_that_stay_and_still_removes_the_records() {
+fn uninstall_with_wait_times_out_as_helm_does_and_still_removes_the_records() {
     let dir = tempfile::tempdir().unwrap();
     write_chart(dir.path());
     let cluster = running_cluster();
@@ -515,7 +571,9 @@ fn uninstall_with_wait_reports_objects_that_stay_and_still_removes_the_records()
         ("DeleteHelmRelease", "Uninstall")
     );
     assert!(
-        error.message.contains("uninstallation completed with 1 error(s): timed out waiting for the condition: ConfigMap apps/rel-cm is not deleted"),
+        error
+            .message
+            .ends_with("uninstallation completed with 1 error(s): context deadline exceeded"),
         "{}",
         error.message
     );
@@ -668,7 +726,10 @@ fn hooks_run_in_weight_order_at_their_events_and_a_failed_pre_upgrade_fails_the_
     })));
     cluster.clear_log();
     let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
-    assert_eq!(error.operation, "UpgradeHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "upgradeRelease")
+    );
     for part in [
         "pre-upgrade",
         "demo/templates/hooks.yaml",
@@ -690,6 +751,14 @@ fn hooks_run_in_weight_order_at_their_events_and_a_failed_pre_upgrade_fails_the_
         "{description}"
     );
     assert_eq!(phase_of(&failed, "rel-pre-up"), HookPhase::Failed);
+    // As Helm's execHook: the record was written with the hook Running before its Job was
+    // created.
+    let log = cluster.log();
+    let running = position(&log, "update Secret apps/sh.helm.release.v1.rel.v2");
+    assert!(
+        running < position(&log, "create Job apps/rel-pre-up"),
+        "{log:?}"
+    );
     assert_eq!(cm(&cluster, "rel-cm").unwrap()["data"]["greeting"], "hello");
     assert!(!cluster.log().iter().any(|l| l.contains("rel-post-up")));
 
@@ -723,7 +792,8 @@ fn hooks_run_in_weight_order_at_their_events_and_a_failed_pre_upgrade_fails_the_
     assert_eq!(phase_of(&third, "rel-pre-up"), HookPhase::Succeeded);
     assert_eq!(phase_of(&third, "rel-post-up"), HookPhase::Succeeded);
 
-    // A failing pre-delete hook stops the uninstall: records and objects stay as they were.
+    // A failing pre-delete hook stops the uninstall: nothing is deleted; the latest record
+    // shows what Helm's execHook recorded: uninstalling, the hook running.
     next_job(&mut item, &result);
     item.spec.config = Some(real(json!({
         "values": {"greeting": "three", "outcomes": {"predel": "Fail"}}
@@ -736,8 +806,71 @@ fn hooks_run_in_weight_order_at_their_events_and_a_failed_pre_upgrade_fails_the_
     for part in ["pre-delete", "rel-pre-del", "BackoffLimitExceeded"] {
         assert!(error.message.contains(part), "{part}: {}", error.message);
     }
-    assert_eq!(history(&cluster), fourth, "records untouched");
+    let after = history(&cluster);
+    assert_eq!(after[..after.len() - 1], fourth[..fourth.len() - 1]);
+    assert_eq!(after.last(), Some(&(4, Status::Uninstalling)));
+    assert_eq!(
+        phase_of(&record(&cluster, 4), "rel-pre-del"),
+        HookPhase::Running
+    );
     assert!(cm(&cluster, "rel-cm").is_some());
+}
+
+/// Helm's rollback answers a failed rollback hook as it is and leaves the rollback revision
+/// `pending-rollback` (with the hook recorded running); Landscaper's unblockPendingHelmRelease
+/// removes only pending-install/-upgrade records, so the release stays blocked, with the
+/// pending revision named in the item's error.
+#[test]
+fn a_failed_rollback_hook_leaves_the_rollback_pending_as_helm_does() {
+    let dir = tempfile::tempdir().unwrap();
+    write_hook_chart(dir.path());
+    let cluster = running_cluster();
+    let deployer = deployer(&cluster, dir.path());
+    // Revision 1's pre-rollback Job fails (its outcome is rendered with revision 1's values).
+    let mut item = item(real(json!({"values": {"outcomes": {"prerb": "Fail"}}})));
+    let result = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap();
+    assert_eq!(result.phase, Some(Phase::Succeeded), "{result:?}");
+
+    // An atomic upgrade whose pre-upgrade hook fails: rolled back to revision 1, whose
+    // pre-rollback hook fails.
+    next_job(&mut item, &result);
+    item.spec.config = Some(real(json!({
+        "values": {"greeting": "two", "outcomes": {"prerb": "Fail", "preup": "Fail"}},
+        "helmDeploymentConfig": {"upgrade": {"atomic": true, "timeout": "10s"}},
+    })));
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
+    assert!(
+        error.message.starts_with(
+            "unable to upgrade helm chart release: an error occurred while rolling back the release. original upgrade error: Upgrade \"rel\" failed: pre-upgrade hooks failed: "
+        ) && error.message.contains("hook pre-rollback demo/templates/hooks.yaml failed"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        history(&cluster),
+        [
+            (1, Status::Deployed),
+            (2, Status::Failed),
+            (3, Status::PendingRollback)
+        ]
+    );
+    let rollback = record(&cluster, 3);
+    assert_eq!(phase_of(&rollback, "rel-pre-rb"), HookPhase::Running);
+    assert_eq!(rollback.info.as_ref().unwrap().description, "Rollback to 1");
+
+    // The next attempt is blocked by the pending rollback, which stays.
+    let error = block_on(deployer.reconcile(DeployRequest::new(&item, None))).unwrap_err();
+    assert!(
+        error.message.contains(
+            "another operation (install/upgrade/rollback) is in progress: release rel revision 3 in namespace apps is pending-rollback"
+        ),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        history(&cluster).last(),
+        Some(&(3, Status::PendingRollback))
+    );
 }
 
 #[test]
@@ -749,7 +882,10 @@ fn a_failed_pre_install_hook_fails_the_release_and_atomic_uninstalls_it() {
     let values = json!({"values": {"outcomes": {"prea": "Fail"}}});
     let error = block_on(deployer.reconcile(DeployRequest::new(&item(real(values.clone())), None)))
         .unwrap_err();
-    assert_eq!(error.operation, "InstallHelmRelease");
+    assert_eq!(
+        (error.operation.as_str(), error.reason.as_str()),
+        ("RealHelmDeployer.Deploy", "installRelease")
+    );
     assert!(
         error.message.starts_with(
             "unable to install helm chart release: Release \"rel\" failed: failed pre-install: hook pre-install demo/templates/hooks.yaml failed: "

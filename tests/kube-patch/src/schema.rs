@@ -30,6 +30,10 @@ pub(crate) struct Field {
     /// A non-pointer Go struct (or a list without `omitempty`): present, at least empty,
     /// whenever its parent is, so that creating it is not a change kube records.
     pub always_present: bool,
+    /// `patchStrategy` includes `retainKeys` (Deployment `strategy`, Pod `volumes`): clients
+    /// computing a strategic merge patch send `$retainKeys` for this map (for a list: for each
+    /// of its items).
+    pub retain_keys: bool,
 }
 
 pub(crate) struct ListSpec {
@@ -116,6 +120,15 @@ const fn field(name: &'static str, node: &'static Node) -> Field {
         name,
         node,
         always_present: false,
+        retain_keys: false,
+    }
+}
+
+/// A field whose patch strategy includes `retainKeys`.
+const fn retaining(field: Field) -> Field {
+    Field {
+        retain_keys: true,
+        ..field
     }
 }
 
@@ -125,6 +138,7 @@ const fn value_field(name: &'static str, node: &'static Node) -> Field {
         name,
         node,
         always_present: true,
+        retain_keys: false,
     }
 }
 
@@ -224,7 +238,8 @@ static POD_SPEC: Node = Node::Struct(&[
     value_field("containers", &CONTAINERS),
     field("initContainers", &CONTAINERS),
     field("ephemeralContainers", &CONTAINERS),
-    field("volumes", &keyed_by("name", &NAME_KEY, &UNTYPED)),
+    // `patchStrategy:"merge,retainKeys"`.
+    retaining(field("volumes", &keyed_by("name", &NAME_KEY, &UNTYPED))),
     field("imagePullSecrets", &keyed_by("name", &NAME_KEY, &ATOMIC)),
     field("tolerations", &ATOMIC_LIST),
     field("hostAliases", &keyed_by("ip", &[key("ip")], &UNTYPED)),
@@ -346,7 +361,8 @@ static PERSISTENT_VOLUME_CLAIM: Node = object![
     ),
     value_field("status", &STATUS_WITH_CONDITIONS),
 ];
-static DEPLOYMENT: Node = workload![value_field("strategy", &UNTYPED)];
+// `strategy`: `patchStrategy:"retainKeys"`.
+static DEPLOYMENT: Node = workload![retaining(value_field("strategy", &UNTYPED))];
 static STATEFUL_SET: Node = workload![
     value_field("updateStrategy", &UNTYPED),
     field("volumeClaimTemplates", &ATOMIC_LIST),
@@ -499,6 +515,15 @@ impl TypeNode {
         TypeNode(self.0.child(key).node)
     }
 
+    /// Whether the field `key` of this struct has the `retainKeys` patch strategy (for a
+    /// map field: the map retains keys; for a list field: each item does).
+    pub fn retains_keys(self, key: &str) -> bool {
+        match self.0 {
+            Node::Struct(fields) => fields.iter().any(|f| f.name == key && f.retain_keys),
+            _ => false,
+        }
+    }
+
     /// The type of the items when this is a list.
     pub fn item(self) -> TypeNode {
         match self.0 {
@@ -523,6 +548,18 @@ impl TypeNode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retain_keys_fields_are_those_kube_tags_so() {
+        let deployment = TypeNode::of_kind("apps/v1", "Deployment");
+        let spec = deployment.child("spec");
+        assert!(spec.retains_keys("strategy"));
+        assert!(!spec.retains_keys("template"));
+        let pod_spec = spec.child("template").child("spec");
+        assert!(pod_spec.retains_keys("volumes"));
+        assert!(!pod_spec.retains_keys("containers"));
+        assert!(!TypeNode::of_kind("v1", "ConfigMap").retains_keys("data"));
+    }
 
     #[test]
     fn strategic_merge_is_for_built_in_groups_only() {

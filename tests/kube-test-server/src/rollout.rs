@@ -216,6 +216,43 @@ pub fn new_pod(replica_set: &Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
 }
 
+/// A Pod of a StatefulSet (`name`, its ordinal labelled) or a DaemonSet (`name` empty: a
+/// generated one), with `controller-revision-hash: revision`; `never` (the workload annotated
+/// `kube-test-server/ready: never`) is passed on to the Pod.
+pub fn new_workload_pod(
+    owner: &Value,
+    name: &str,
+    ordinal: i64,
+    revision: &str,
+    never: bool,
+) -> Value {
+    let mut pod = new_pod(owner);
+    let metadata = &mut pod["metadata"];
+    if !metadata["labels"].is_object() {
+        metadata["labels"] = json!({});
+    }
+    metadata["labels"]["controller-revision-hash"] = json!(revision);
+    if name.is_empty() {
+        metadata["labels"]["pod-template-generation"] =
+            json!(object::generation(owner).to_string());
+    } else {
+        if let Some(m) = metadata.as_object_mut() {
+            m.remove("generateName");
+        }
+        metadata["name"] = json!(name);
+        metadata["labels"]["statefulset.kubernetes.io/pod-name"] = json!(name);
+        metadata["labels"]["apps.kubernetes.io/pod-index"] = json!(ordinal.to_string());
+        pod["spec"]["hostname"] = json!(name);
+    }
+    if never {
+        if !pod["metadata"]["annotations"].is_object() {
+            pod["metadata"]["annotations"] = json!({});
+        }
+        pod["metadata"]["annotations"][READY_ANNOTATION] = json!("never");
+    }
+    pod
+}
+
 pub fn pod_is_ready(pod: &Value) -> bool {
     object::str_at(pod, "/status/phase") == "Running"
         && pod

@@ -99,7 +99,11 @@ impl Controllers {
         if event.kind == EventType::Deleted {
             // Owners notice their dependents going away (and replace them).
             match (event.group.as_str(), event.plural.as_str()) {
-                ("", "pods") => self.owner_of(obj, "ReplicaSet", "replicasets"),
+                ("", "pods") => {
+                    self.owner_of(obj, "ReplicaSet", "replicasets");
+                    self.owner_of(obj, "StatefulSet", "statefulsets");
+                    self.owner_of(obj, "DaemonSet", "daemonsets");
+                }
                 ("apps", "replicasets") => self.owner_of(obj, "Deployment", "deployments"),
                 _ => {}
             }
@@ -115,6 +119,8 @@ impl Controllers {
             ("", "pods") => {
                 self.pod(obj);
                 self.owner_of(obj, "ReplicaSet", "replicasets");
+                self.owner_of(obj, "StatefulSet", "statefulsets");
+                self.owner_of(obj, "DaemonSet", "daemonsets");
             }
             ("batch", "jobs") => self.job(obj),
             ("", "secrets") => self.token_secret(obj),
@@ -160,46 +166,90 @@ impl Controllers {
         }
     }
 
+    /// The statefulset and daemonset controllers: Pods from the template (a StatefulSet's
+    /// `NAME-0..replicas-1`, a DaemonSet's one per node, the test server having one node),
+    /// labelled with `controller-revision-hash`; on a template change the outdated Pods are
+    /// replaced (a StatefulSet's only from `partition` on, none with `OnDelete`); the status
+    /// from the Pods, as kube-controller-manager writes it (what Helm's `ready.go` reads).
     fn workload(self: &Arc<Self>, plural: &str, obj: &Value) {
         if object::is_deleting(obj) {
             return;
         }
-        let generation = object::generation(obj);
-        let observed = obj
-            .pointer("/status/observedGeneration")
-            .and_then(Value::as_i64);
-        let ready = is_ready(plural, obj);
-        let readiness = self.readiness_of(obj);
-        let r = ObjectRef::of("apps", plural, obj);
-        if observed == Some(generation) && (ready || readiness == Readiness::Never) {
-            return;
-        }
-        let write = move |app: &App, ready: bool, r: &ObjectRef| {
-            app.store
-                .controller_update(&r.group, &r.plural, &r.namespace, &r.name, MANAGER, |o| {
-                    if object::generation(o) != generation {
-                        return false;
-                    }
-                    let status = workload_status(&r.plural, o, ready);
-                    if let Some(m) = o.as_object_mut() {
-                        m.insert("status".into(), status);
-                    }
-                    true
-                });
+        let stateful = plural == "statefulsets";
+        let kind = if stateful { "StatefulSet" } else { "DaemonSet" };
+        let name = object::name(obj).to_string();
+        let template = obj.pointer("/spec/template").cloned().unwrap_or(json!({}));
+        let revision = format!("{name}-{}", rollout::template_hash(&template));
+        let on_delete = object::str_at(obj, "/spec/updateStrategy/type") == "OnDelete";
+        let partition = if stateful {
+            rollout::int(obj, "/spec/updateStrategy/rollingUpdate/partition", 0)
+        } else {
+            0
         };
-        match readiness {
-            Readiness::After(d) if d.is_zero() => write(&self.app, true, &r),
-            Readiness::After(d) => {
-                if observed != Some(generation) {
-                    write(&self.app, false, &r);
+        let never = self.readiness_of(obj) == Readiness::Never;
+        let want: Vec<(String, i64)> = if stateful {
+            (0..rollout::int(obj, "/spec/replicas", 1).max(0))
+                .map(|i| (format!("{name}-{i}"), i))
+                .collect()
+        } else {
+            vec![(String::new(), 0)]
+        };
+        let pods = self.controlled("", "pods", kind, obj);
+        let revision_of =
+            |p: &Value| object::str_at(p, "/metadata/labels/controller-revision-hash").to_string();
+        let mut changed = false;
+        if let Some(rt) = self.app.store.resolve("", "v1", "pods") {
+            for pod in &pods {
+                let pod_name = object::name(pod);
+                let ordinal = want.iter().find(|(n, _)| n == pod_name).map(|(_, i)| *i);
+                let wanted = if stateful { ordinal.is_some() } else { true };
+                let outdated =
+                    revision_of(pod) != revision && !on_delete && ordinal.unwrap_or(0) >= partition;
+                if !wanted || outdated {
+                    let _ = self.app.store.delete(
+                        &rt,
+                        object::namespace(pod),
+                        pod_name,
+                        &DeleteOptions::default(),
+                    );
+                    changed = true;
                 }
-                let rr = r.clone();
-                self.schedule((r, generation.to_string()), d, move |app| {
-                    write(app, true, &rr)
-                });
             }
-            Readiness::Never => write(&self.app, false, &r),
         }
+        let pods = if changed {
+            self.controlled("", "pods", kind, obj)
+        } else {
+            pods
+        };
+        for (pod_name, ordinal) in &want {
+            let exists = if stateful {
+                pods.iter().any(|p| object::name(p) == pod_name)
+            } else {
+                !pods.is_empty()
+            };
+            if !exists {
+                let pod = rollout::new_workload_pod(obj, pod_name, *ordinal, &revision, never);
+                self.create_as_manager("", "pods", pod);
+            }
+        }
+        let pods = self.controlled("", "pods", kind, obj);
+        let status = workload_status(obj, stateful, &pods, &revision);
+        let generation = object::generation(obj);
+        self.app.store.controller_update(
+            "apps",
+            plural,
+            object::namespace(obj),
+            &name,
+            MANAGER,
+            |o| {
+                if object::generation(o) != generation {
+                    return false;
+                }
+                let before = o.clone();
+                o["status"] = status;
+                *o != before
+            },
+        );
     }
 
     /// Reconciles the controller (of `kind`, resource `plural`) of a dependent.
@@ -213,6 +263,7 @@ impl Controllers {
         if let Ok(owner) = self.app.store.get(&rt, object::namespace(dependent), name) {
             match plural {
                 "deployments" => self.deployment(&owner),
+                "statefulsets" | "daemonsets" => self.workload(plural, &owner),
                 _ => self.replica_set(&owner),
             }
         }
@@ -614,53 +665,57 @@ fn int(obj: &Value, pointer: &str, default: i64) -> i64 {
         .unwrap_or(default)
 }
 
-fn is_ready(plural: &str, obj: &Value) -> bool {
-    match plural {
-        "daemonsets" => {
-            int(obj, "/status/numberReady", 0) >= int(obj, "/status/desiredNumberScheduled", 1)
-        }
-        _ => {
-            let want = int(obj, "/spec/replicas", 1);
-            int(obj, "/status/readyReplicas", 0) >= want
-                && int(obj, "/status/updatedReplicas", 0) >= want
-                || (want == 0 && obj.pointer("/status/observedGeneration").is_some())
-        }
-    }
-}
-
 fn condition(type_: &str, status: bool, reason: &str, message: &str) -> Value {
     let now = object::now();
     json!({"type": type_, "status": if status { "True" } else { "False" }, "reason": reason,
            "message": message, "lastUpdateTime": now, "lastTransitionTime": now})
 }
 
-fn workload_status(plural: &str, obj: &Value, ready: bool) -> Value {
+/// A StatefulSet's or DaemonSet's status from its Pods and its `revision`.
+fn workload_status(obj: &Value, stateful: bool, pods: &[Value], revision: &str) -> Value {
     let generation = object::generation(obj);
-    let n = int(obj, "/spec/replicas", 1);
-    let r = if ready { n } else { 0 };
-    let name = object::name(obj);
-    match plural {
-        "statefulsets" => json!({
+    let count = |f: &dyn Fn(&Value) -> bool| pods.iter().filter(|p| f(p)).count();
+    let updated =
+        count(&|p| object::str_at(p, "/metadata/labels/controller-revision-hash") == revision);
+    let ready = count(&|p| rollout::pod_is_ready(p));
+    if stateful {
+        let replicas = rollout::int(obj, "/spec/replicas", 1);
+        // The current revision moves to the update revision once every Pod has it.
+        let current = if i64::try_from(updated).unwrap_or(0) >= replicas {
+            revision.to_string()
+        } else {
+            pods.iter()
+                .map(|p| object::str_at(p, "/metadata/labels/controller-revision-hash"))
+                .find(|r| *r != revision)
+                .or_else(|| {
+                    obj.pointer("/status/currentRevision")
+                        .and_then(Value::as_str)
+                })
+                .unwrap_or(revision)
+                .to_string()
+        };
+        json!({
             "observedGeneration": generation,
-            "replicas": n,
-            "readyReplicas": r,
-            "currentReplicas": r,
-            "updatedReplicas": n,
-            "availableReplicas": r,
-            "currentRevision": format!("{name}-{generation}"),
-            "updateRevision": format!("{name}-{generation}"),
+            "replicas": pods.len(),
+            "readyReplicas": ready,
+            "currentReplicas": if current == revision { updated } else { pods.len() - updated },
+            "updatedReplicas": updated,
+            "availableReplicas": ready,
+            "currentRevision": current,
+            "updateRevision": revision,
             "collisionCount": 0,
-        }),
-        _ => json!({
+        })
+    } else {
+        json!({
             "observedGeneration": generation,
             "desiredNumberScheduled": 1,
-            "currentNumberScheduled": 1,
-            "updatedNumberScheduled": 1,
-            "numberReady": i64::from(ready),
-            "numberAvailable": i64::from(ready),
-            "numberUnavailable": i64::from(!ready),
+            "currentNumberScheduled": pods.len(),
+            "updatedNumberScheduled": updated,
+            "numberReady": ready,
+            "numberAvailable": ready,
+            "numberUnavailable": 1_usize.saturating_sub(ready),
             "numberMisscheduled": 0,
-        }),
+        })
     }
 }
 

@@ -1344,29 +1344,29 @@ impl Inner {
                     // What the apps/v1 defaulting of kube-apiserver adds.
                     match plural {
                         "deployments" => {
-                            spec.entry("strategy").or_insert_with(|| {
-                                json!({"type": "RollingUpdate",
-                                       "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
-                            });
+                            default_strategy(
+                                spec,
+                                "strategy",
+                                &[("maxUnavailable", json!("25%")), ("maxSurge", json!("25%"))],
+                            );
                             spec.entry("revisionHistoryLimit")
                                 .or_insert_with(|| json!(10));
                             spec.entry("progressDeadlineSeconds")
                                 .or_insert_with(|| json!(600));
                         }
                         "statefulsets" => {
-                            spec.entry("updateStrategy").or_insert_with(|| {
-                                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
-                            });
+                            default_strategy(spec, "updateStrategy", &[("partition", json!(0))]);
                             spec.entry("podManagementPolicy")
                                 .or_insert_with(|| json!("OrderedReady"));
                             spec.entry("revisionHistoryLimit")
                                 .or_insert_with(|| json!(10));
                         }
                         "daemonsets" => {
-                            spec.entry("updateStrategy").or_insert_with(|| {
-                                json!({"type": "RollingUpdate",
-                                       "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
-                            });
+                            default_strategy(
+                                spec,
+                                "updateStrategy",
+                                &[("maxUnavailable", json!(1)), ("maxSurge", json!(0))],
+                            );
                             spec.entry("revisionHistoryLimit")
                                 .or_insert_with(|| json!(10));
                         }
@@ -1436,6 +1436,34 @@ fn merge_string_data(secret: &mut Value) {
                 k,
                 json!(base64::engine::general_purpose::STANDARD.encode(text)),
             );
+        }
+    }
+}
+
+/// apps/v1 defaulting of a workload's (update) strategy, field by field as kube-apiserver's
+/// `SetDefaults_Deployment|StatefulSet|DaemonSet`: `type` RollingUpdate when unset, and for
+/// RollingUpdate the `rollingUpdate` settings that are missing.
+fn default_strategy(
+    spec: &mut serde_json::Map<String, Value>,
+    field: &str,
+    rolling: &[(&str, Value)],
+) {
+    let strategy = spec.entry(field).or_insert_with(|| json!({}));
+    let Some(strategy) = strategy.as_object_mut() else {
+        return;
+    };
+    let type_ = strategy
+        .entry("type")
+        .or_insert_with(|| json!("RollingUpdate"));
+    if type_.as_str() != Some("RollingUpdate") {
+        return;
+    }
+    let settings = strategy.entry("rollingUpdate").or_insert_with(|| json!({}));
+    if let Some(settings) = settings.as_object_mut() {
+        for (key, value) in rolling {
+            settings
+                .entry(key.to_string())
+                .or_insert_with(|| value.clone());
         }
     }
 }

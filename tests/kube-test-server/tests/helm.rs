@@ -310,3 +310,142 @@ fn helm_wait_reads_statefulset_and_daemonset_status() {
         "{err}"
     );
 }
+
+/// The statefulset and daemonset controllers make Pods (`NAME-<ordinal>`, one DaemonSet Pod
+/// on the single node) labelled with their `controller-revision-hash`, and the status from
+/// them; a StatefulSet template change with a `partition` replaces only the Pods from the
+/// partition on, and `helm upgrade --wait` returns as Helm's `ready.go` allows (updated
+/// replicas = replicas - partition, all ready); with the partition at 0 every Pod is replaced
+/// and the current revision becomes the update revision.
+#[test]
+fn statefulset_and_daemonset_pods_follow_their_template_and_partition() {
+    let s = TestServer::start_blocking(ServerConfig::default().workloads(
+        kube_test_server::Readiness::After(std::time::Duration::from_millis(200)),
+    ))
+    .expect("server");
+    let Some(h) = helm(&s) else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("templates")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("Chart.yaml"),
+        "apiVersion: v2\nname: sts\nversion: 0.1.0\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("values.yaml"),
+        "image: postgres:15\npartition: 0\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("templates/workloads.yaml"),
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\nspec:\n  serviceName: db\n  replicas: 3\n  updateStrategy:\n    type: RollingUpdate\n    rollingUpdate: {partition: {{ .Values.partition }}}\n  selector:\n    matchLabels: {app: db}\n  template:\n    metadata:\n      labels: {app: db}\n    spec:\n      containers: [{name: db, image: {{ .Values.image }}}]\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent\nspec:\n  selector:\n    matchLabels: {app: agent}\n  template:\n    metadata:\n      labels: {app: agent}\n    spec:\n      containers: [{name: agent, image: {{ .Values.image }}}]\n",
+    )
+    .expect("write");
+    let chart = dir.path().to_str().expect("utf-8");
+    let pods = |app: &str| -> Vec<(String, String, bool)> {
+        let mut pods: Vec<(String, String, bool)> = s
+            .list_selected("v1", "Pod", Some("default"), &format!("app={app}"))
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .map(|p| {
+                let ready = p["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                });
+                (
+                    p["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    p["metadata"]["labels"]["controller-revision-hash"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    ready,
+                )
+            })
+            .collect();
+        pods.sort();
+        pods
+    };
+    let upgrade = |set: &str| {
+        h.ok(&[
+            "upgrade",
+            "w",
+            chart,
+            "--install",
+            "-n",
+            "default",
+            "--wait",
+            "--timeout",
+            "60s",
+            "--set",
+            set,
+        ]);
+    };
+
+    upgrade("image=postgres:15");
+    let sts = s
+        .get("apps/v1", "StatefulSet", "default", "db")
+        .expect("sts");
+    let first = sts["status"]["updateRevision"]
+        .as_str()
+        .expect("rev")
+        .to_string();
+    assert_eq!(sts["status"]["currentRevision"], first.as_str());
+    assert_eq!(
+        pods("db"),
+        (0..3)
+            .map(|i| (format!("db-{i}"), first.clone(), true))
+            .collect::<Vec<_>>()
+    );
+    let agent = pods("agent");
+    assert_eq!(agent.len(), 1, "{agent:?}");
+    assert!(agent[0].2, "{agent:?}");
+    let agent_revision = agent[0].1.clone();
+    let ds = s
+        .get("apps/v1", "DaemonSet", "default", "agent")
+        .expect("ds");
+    assert_eq!(ds["status"]["numberReady"], 1);
+    assert_eq!(ds["status"]["updatedNumberScheduled"], 1);
+
+    // A new image from ordinal 2 on.
+    upgrade("image=postgres:16,partition=2");
+    let sts = s
+        .get("apps/v1", "StatefulSet", "default", "db")
+        .expect("sts");
+    let second = sts["status"]["updateRevision"]
+        .as_str()
+        .expect("rev")
+        .to_string();
+    assert_ne!(second, first);
+    assert_eq!(sts["status"]["currentRevision"], first.as_str());
+    assert_eq!(sts["status"]["updatedReplicas"], 1);
+    assert_eq!(sts["status"]["readyReplicas"], 3);
+    assert_eq!(
+        pods("db"),
+        [
+            ("db-0".to_string(), first.clone(), true),
+            ("db-1".to_string(), first.clone(), true),
+            ("db-2".to_string(), second.clone(), true),
+        ]
+    );
+    // The DaemonSet's Pod is replaced by one of the new template.
+    let agent = pods("agent");
+    assert_eq!(agent.len(), 1, "{agent:?}");
+    assert_ne!(agent[0].1, agent_revision, "{agent:?}");
+
+    // The partition at 0: every Pod on the new revision, which becomes the current one.
+    upgrade("image=postgres:16,partition=0");
+    let sts = s
+        .get("apps/v1", "StatefulSet", "default", "db")
+        .expect("sts");
+    assert_eq!(sts["status"]["currentRevision"], second.as_str());
+    assert_eq!(sts["status"]["updatedReplicas"], 3);
+    assert_eq!(
+        pods("db"),
+        (0..3)
+            .map(|i| (format!("db-{i}"), second.clone(), true))
+            .collect::<Vec<_>>()
+    );
+}

@@ -109,7 +109,8 @@ pub enum ActionError {
     /// The operation failed after its record was written (the record says `failed`).
     #[error("{0}")]
     Failed(String),
-    /// A hook of an uninstall failed (Helm records nothing for a failed pre-delete hook).
+    /// A hook failed where Helm answers its error as it is: a pre-delete hook (nothing
+    /// deleted), a pre/post-rollback hook (the revision stays `pending-rollback`).
     #[error(transparent)]
     Hook(#[from] HookError),
 }
@@ -227,6 +228,10 @@ impl Plan {
 /// setting `last_run` in `release.hooks` (the caller writes the record afterwards). Test hooks
 /// never run. The error names the hook, its object and the reason; the callers record the
 /// release failed with Helm's description.
+///
+/// As Helm's `execHook` (`cfg.recordRelease`), the record is written with each hook `Running`
+/// before the hook's objects are created, in the release's state at that moment
+/// (`pending-*`, or `uninstalling` for the delete hooks); a run cut short leaves it so.
 pub async fn run_hooks(
     client: &dyn ClusterClient,
     release: &mut Release,
@@ -234,7 +239,35 @@ pub async fn run_hooks(
     options: &ActionOptions,
 ) -> Result<(), HookError> {
     let hook_options = HookOptions::new(&release.namespace, hook_timeout(options));
-    hooks::run_hooks(client, event, &mut release.hooks, &hook_options).await
+    let recorder = RecordRunning {
+        client,
+        release: Release {
+            hooks: Vec::new(),
+            ..release.clone()
+        },
+    };
+    hooks::run_hooks_recorded(client, event, &mut release.hooks, &hook_options, &recorder).await
+}
+
+/// Writes `release` with the hooks of the moment (`cfg.recordRelease`: a failure is logged).
+struct RecordRunning<'c> {
+    client: &'c dyn ClusterClient,
+    release: Release,
+}
+
+impl hooks::HookRecorder for RecordRunning<'_> {
+    fn record<'a>(&'a self, hooks: &'a [Hook]) -> crate::BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let release = Release {
+                hooks: hooks.to_vec(),
+                ..self.release.clone()
+            };
+            let storage = Storage::new(self.client, &release.namespace);
+            if let Err(e) = storage.update(&release).await {
+                tracing::warn!(release = %release.name, revision = release.version, error = %e, "unable to record a running hook");
+            }
+        })
+    }
 }
 
 /// The hooks' `--timeout`: the action's timeout, bounded by what is left of the item's
@@ -932,6 +965,11 @@ async fn revise(
     }
     storage.create(&release, options.max_history).await?;
     if let Err(e) = run_hooks(client, &mut release, pre, &options).await {
+        if let Revise::Rollback { .. } = kind {
+            // Helm's rollback returns the hook's error as it is, its record left
+            // `pending-rollback` (with the hook as last recorded: running).
+            return Err(ActionError::Hook(e));
+        }
         let message = format!("{failed}: {pre} hooks failed: {e}");
         return Err(fail(&storage, &mut release, message).await);
     }
@@ -980,12 +1018,6 @@ async fn revise(
             errors.push(format!("failed to delete {}: {e}", old.reference));
         }
     }
-    if errors.is_empty()
-        && (options.wait || options.atomic)
-        && let Err(e) = wait_ready(client, &targets, &options).await
-    {
-        errors.push(e);
-    }
     if !errors.is_empty() {
         let message = format!("{failed}: {}", errors.join(" && "));
         if matches!(kind, Revise::Rollback { .. }) {
@@ -994,7 +1026,30 @@ async fn revise(
         }
         return Err(fail(&storage, &mut release, message).await);
     }
+    if (options.wait || options.atomic)
+        && let Err(e) = wait_ready(client, &targets, &options).await
+    {
+        if let Revise::Rollback { .. } = kind {
+            // Helm's rollback: `Release "NAME" failed: ERR` on the new revision, the current
+            // one left as it is, the error `release NAME failed: ERR`.
+            let info = release.info_mut();
+            info.status = Status::Failed;
+            info.description = format!("Release {:?} failed: {e}", spec.name);
+            if let Err(w) = storage.update(&release).await {
+                tracing::warn!(release = %spec.name, error = %w, "unable to record the failed rollback");
+            }
+            return Err(ActionError::Failed(format!(
+                "release {} failed: {e}",
+                spec.name
+            )));
+        }
+        let message = format!("{failed}: {e}");
+        return Err(fail(&storage, &mut release, message).await);
+    }
     if let Err(e) = run_hooks(client, &mut release, post, &options).await {
+        if let Revise::Rollback { .. } = kind {
+            return Err(ActionError::Hook(e));
+        }
         let message = format!("{failed}: {post} hooks failed: {e}");
         return Err(fail(&storage, &mut release, message).await);
     }
@@ -1072,7 +1127,8 @@ pub async fn uninstall(
         info.status = Status::Uninstalling;
         info.deleted = Some(now());
         info.description = "Deletion in progress (or silently failed)".into();
-        // As Helm: a failed pre-delete hook leaves the records as they were.
+        // As Helm: a failed pre-delete hook stops the uninstall; the record shows what
+        // `execHook` recorded (uninstalling, the hook running), nothing is deleted.
         run_hooks(client, &mut release, HookEvent::PreDelete, &options).await?;
         storage.update(&release).await?;
         let mut objects = build(client, &release.manifest, namespace, "release", true).await?;
@@ -1135,9 +1191,9 @@ async fn wait_deleted(
             return Ok(());
         };
         if tokio::time::Instant::now() >= deadline {
-            return Err(format!(
-                "timed out waiting for the condition: {remaining} is not deleted"
-            ));
+            // Helm's `waitForDeletedResources` answers its context's error.
+            tracing::info!(object = %remaining, "uninstall wait: object not deleted in time");
+            return Err("context deadline exceeded".to_string());
         }
         tokio::time::sleep(super::wait::POLL).await;
     }

@@ -21,9 +21,9 @@
 //!   ([`patch::three_way_strategic_patch`]) with the list strategies of kube-patch's type table
 //!   (`kube_patch::TypeNode`); built-in kinds missing from that table have their lists sent
 //!   whole (dropped list items are not deleted by `$patch: delete` there). Extending the table
-//!   in tests/kube-patch extends both the test server and the deployer. Helm also adds
-//!   `$retainKeys` for fields with the `retainKeys` strategy (e.g. Deployment `strategy`,
-//!   volumes' sources); not emitted here.
+//!   in tests/kube-patch extends both the test server and the deployer. `$retainKeys` is
+//!   sent for the fields the table flags with the `retainKeys` strategy (Deployment
+//!   `strategy`, Pod `volumes`), as kube's `diffMaps` builds it.
 //! - `--wait` (and `atomic`) of install/upgrade is Helm 3.19's waiter ([`wait`]: Pods,
 //!   Deployments by their new ReplicaSet and `maxUnavailable`, DaemonSets, StatefulSets with
 //!   partitions, Services, PVCs, CRDs, ReplicaSets/ReplicationControllers with their Pods;
@@ -36,15 +36,12 @@
 //!   as Helm), then discovery is forgotten.
 //! - The record's `chart.lock` is always `null` (the chart engine does not load `Chart.lock`);
 //!   subcharts are not part of a record, as in Helm.
-//! - Benchmark (`tests/tests/helm_release_bench.rs`, ignored by default): 100 releases of a
-//!   10-object chart through the daemon in 11.4 s (peak RSS 140 MiB) against 20.7 s for a
-//!   `helm install` loop without `--wait` (shared 2-core machine, `nice -n 19`). The helm side
-//!   now runs `helm install --wait` (the test server rolls Deployments out), as the appliance
-//!   waits for its readiness checks; Helm's waiter polls every 2s, so each install takes ~2s
-//!   (smoke run of 10: appliance 1.56 s, helm loop 22.0 s); the 100-release figures are to be
-//!   measured again. `BENCH_RELEASES` sets the count.
-//! - Kube-test-server: the three-way patch is sent as a JSON merge patch, which the server
-//!   supports; nothing had to change there.
+//! - Benchmark (`tests/tests/helm_release_bench.rs`, ignored by default; `BENCH_RELEASES`
+//!   sets the count): releases of a 10-object chart through the daemon, waiting for readiness,
+//!   against a `helm upgrade --install --wait` loop. 20 releases on the shared 2-core machine
+//!   (load 4-5, `nice -n 19`): appliance 2.5-3.7 s, peak RSS 113-119 MiB; helm loop 45 s
+//!   (Helm's waiter polls every 2 s, so each release takes ~2.2 s). Earlier, 100 releases
+//!   without waiting on either side: 11.4 s (140 MiB) against 20.7 s.
 
 pub mod action;
 pub mod codec;

@@ -83,12 +83,11 @@ fn diff_map(
         match (new, live) {
             (_, Some(live)) if live == new => {}
             (Value::Object(new_map), Some(Value::Object(live_map))) => {
-                let sub = diff_map(
-                    old.and_then(Value::as_object),
-                    new_map,
-                    Some(live_map),
-                    child,
-                );
+                let old_map = old.and_then(Value::as_object);
+                let mut sub = diff_map(old_map, new_map, Some(live_map), child);
+                if ty.retains_keys(key) {
+                    retain_keys(&mut sub, old_map, new_map, live_map);
+                }
                 if !sub.is_empty() {
                     patch.insert(key.clone(), Value::Object(sub));
                 }
@@ -107,6 +106,7 @@ fn diff_map(
                             live_items,
                             merge_key,
                             child.item(),
+                            ty.retains_keys(key),
                         ) {
                             patch.insert(key.clone(), Value::Array(items));
                             let order = new_items
@@ -155,19 +155,51 @@ fn diff_map(
     patch
 }
 
+/// `$retainKeys` of a map whose field has the `retainKeys` strategy, as `diffMaps` builds it
+/// (with `BuildRetainKeysDirective`): the keys of `modified` with a value, sorted, sent when
+/// the map's patch changes something or the live (or last applied) map has a key `modified`
+/// lacks, so the server clears it.
+fn retain_keys(
+    patch: &mut Map<String, Value>,
+    original: Option<&Map<String, Value>>,
+    modified: &Map<String, Value>,
+    current: &Map<String, Value>,
+) {
+    let extra = |other: &Map<String, Value>| {
+        other
+            .iter()
+            .any(|(k, v)| !v.is_null() && !modified.contains_key(k))
+    };
+    let mut keys: Vec<&String> = modified
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, _)| k)
+        .collect();
+    if keys.is_empty() || !(!patch.is_empty() || extra(current) || original.is_some_and(extra)) {
+        return;
+    }
+    keys.sort();
+    patch.insert(
+        "$retainKeys".into(),
+        Value::Array(keys.into_iter().map(|k| Value::String(k.clone())).collect()),
+    );
+}
+
 /// Whether every item is an object carrying the merge key.
 fn keyed(items: &[Value], merge_key: &str) -> bool {
     items.iter().all(|i| i.get(merge_key).is_some())
 }
 
 /// The items of a merge-keyed list's patch: deletions of items the chart dropped, new items
-/// whole, changed items as their own patch with the key; `None` without changes.
+/// whole, changed items as their own patch with the key (and `$retainKeys` when the list has
+/// the `retainKeys` strategy); `None` without changes.
 fn diff_keyed_list(
     original: &[Value],
     modified: &[Value],
     current: &[Value],
     merge_key: &str,
     item: TypeNode,
+    retain: bool,
 ) -> Option<Vec<Value>> {
     let find = |items: &[Value], key: &Value| items.iter().find(|i| &i[merge_key] == key).cloned();
     let mut patch = Vec::new();
@@ -191,12 +223,11 @@ fn diff_keyed_list(
                     continue;
                 };
                 let old = find(original, key);
-                let mut sub = diff_map(
-                    old.as_ref().and_then(Value::as_object),
-                    new_map,
-                    Some(live_map),
-                    item,
-                );
+                let old_map = old.as_ref().and_then(Value::as_object);
+                let mut sub = diff_map(old_map, new_map, Some(live_map), item);
+                if retain {
+                    retain_keys(&mut sub, old_map, new_map, live_map);
+                }
                 if !sub.is_empty() {
                     sub.insert(merge_key.to_string(), key.clone());
                     patch.push(Value::Object(sub));
@@ -346,6 +377,63 @@ mod strategic_tests {
         assert_eq!(web["terminationMessagePath"], "/dev/termination-log");
         // Nothing changed: no patch.
         assert_eq!(upgrade_patch(&modified, &modified, &result), None);
+    }
+
+    /// kube's `diffMaps` with `BuildRetainKeysDirective`: Deployment `strategy` and Pod
+    /// `volumes` items carry `$retainKeys` (sorted keys of the chart's map) when they change or
+    /// the live map has keys the chart lacks; the API server then clears those.
+    #[test]
+    fn retain_keys_fields_get_the_directive() {
+        let deployment = |strategy: Value, volumes: Value| {
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                "spec": {"strategy": strategy, "template": {"spec": {
+                    "containers": [{"name": "web", "image": "web:1"}], "volumes": volumes}}}})
+        };
+        // The chart switches to Recreate; the server had defaulted rollingUpdate.
+        let original = deployment(
+            json!({"type": "RollingUpdate"}),
+            json!([{"name": "data", "emptyDir": {}}]),
+        );
+        let modified = deployment(
+            json!({"type": "Recreate"}),
+            json!([{"name": "data", "hostPath": {"path": "/x"}}]),
+        );
+        let current = deployment(
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}),
+            json!([{"name": "data", "emptyDir": {}}]),
+        );
+        let Some(Patch::Strategic(patch)) = upgrade_patch(&original, &modified, &current) else {
+            panic!("a strategic merge patch");
+        };
+        assert_eq!(
+            patch["spec"]["strategy"],
+            json!({"type": "Recreate", "$retainKeys": ["type"]})
+        );
+        assert_eq!(
+            patch["spec"]["template"]["spec"]["volumes"],
+            json!([{"name": "data", "hostPath": {"path": "/x"}, "emptyDir": null,
+                "$retainKeys": ["hostPath", "name"]}])
+        );
+        let result = kube_patch::strategic_merge_patch(&current, &patch).unwrap();
+        assert_eq!(result["spec"]["strategy"], json!({"type": "Recreate"}));
+        assert_eq!(
+            result["spec"]["template"]["spec"]["volumes"],
+            json!([{"name": "data", "hostPath": {"path": "/x"}}])
+        );
+        // Unchanged, but the live strategy has defaulted keys the chart lacks: Helm still sends
+        // `$retainKeys` (and so a patch), as kube's diffMaps does.
+        let live = deployment(
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}),
+            json!([{"name": "data", "emptyDir": {}}]),
+        );
+        assert_eq!(
+            upgrade_patch(&original, &original, &live),
+            Some(Patch::Strategic(
+                json!({"spec": {"strategy": {"$retainKeys": ["type"]}}})
+            ))
+        );
+        // Without extra live keys and without changes: no patch.
+        assert_eq!(upgrade_patch(&original, &original, &original), None);
     }
 
     #[test]

@@ -1323,11 +1323,11 @@ mod tests {
 
     #[test]
     fn unmarshal_keys_keeps_the_named_keys_and_every_error() {
-        let doc = "kind: A\nspec:\n  x: [1, 2]\nmetadata:\n  name: n\nkind: B\n";
+        let doc = "kind: A\nspec:\n  x: [1, 2]\nmetadata:\n  name: web\nkind: B\n";
         let v = unmarshal_keys(doc, &["kind", "metadata"]).unwrap();
         assert_eq!(
             v.to_json().unwrap(),
-            json!({"kind": "B", "metadata": {"name": "n"}})
+            json!({"kind": "B", "metadata": {"name": "web"}})
         );
         // Errors anywhere in the document are unmarshal's, first one first.
         for bad in [

@@ -290,13 +290,13 @@ impl<'a> Lexer<'a> {
         } else {
             State::Text
         };
-        // The EOF item is built only when no state emitted one (not once per token).
+        // The EOF item when no state emitted one (its text borrowed: nothing allocated).
         let (eof_pos, eof_line) = (self.pos, self.start_line);
         loop {
             match self.run(state) {
                 Some(s) => state = s,
                 None => {
-                    return self.item.take().unwrap_or_else(|| Item {
+                    return self.item.take().unwrap_or(Item {
                         typ: ItemType::Eof,
                         pos: eof_pos,
                         val: Cow::Borrowed("EOF"),

@@ -89,7 +89,10 @@ pub struct GoMap {
 }
 
 /// The computation of a lazy map's entries, run once, by the first access.
-pub struct LazyEntries(Cell<Option<Box<dyn FnOnce() -> BTreeMap<String, Value>>>>);
+pub struct LazyEntries(Cell<Option<FillEntries>>);
+
+/// What computes a lazy map's entries.
+type FillEntries = Box<dyn FnOnce() -> BTreeMap<String, Value>>;
 
 impl std::fmt::Debug for LazyEntries {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

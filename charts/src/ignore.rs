@@ -267,8 +267,25 @@ mod tests {
             "x*y?z", "*.t?z",
         ];
         let names = [
-            "", "a", "abc", "a.txt", "b/a.txt", "a/b", "axbyc", "aXbYcZ", ".git", "x/y", "é1",
-            "n~", "a/x", "abbbb", "xqyrz", "chart.tgz", "é", "aéc", "a/c",
+            "",
+            "a",
+            "abc",
+            "a.txt",
+            "b/a.txt",
+            "a/b",
+            "axbyc",
+            "aXbYcZ",
+            ".git",
+            "x/y",
+            "é1",
+            "n~",
+            "a/x",
+            "abbbb",
+            "xqyrz",
+            "chart.tgz",
+            "é",
+            "aéc",
+            "a/c",
         ];
         for p in patterns {
             let Matcher::Glob(g) = Matcher::new(p) else {

@@ -40,10 +40,7 @@ macro_rules! lazy_regex {
 }
 
 lazy_regex!(version_regex, format!("^{LOOSE}$"));
-lazy_regex!(
-    constraint_regex,
-    format!(r"^{WS}*({OPS}){WS}*({CV}){WS}*$")
-);
+lazy_regex!(constraint_regex, format!(r"^{WS}*({OPS}){WS}*({CV}){WS}*$"));
 lazy_regex!(range_regex, format!(r"{WS}*({CV}){WS}+-{WS}+({CV}){WS}*"));
 lazy_regex!(find_regex, format!(r"({OPS}){WS}*({CV})"));
 lazy_regex!(

@@ -91,9 +91,7 @@ fn separator() -> &'static Regex {
     // Go's `\s` is ASCII whitespace without `\v`; the `regex` crate's is Unicode's and costs a
     // short render more to compile than much of its work (the documents are trimmed of all
     // Unicode whitespace after, as Go's `strings.TrimSpace` does).
-    SEP.get_or_init(|| {
-        Regex::new(r"(?:^|[\t\n\f\r ]*\n)---[\t\n\f\r ]*").expect("constant regex")
-    })
+    SEP.get_or_init(|| Regex::new(r"(?:^|[\t\n\f\r ]*\n)---[\t\n\f\r ]*").expect("constant regex"))
 }
 
 /// `SplitManifests`: the documents of a stream, trimmed, empty ones dropped, in order.

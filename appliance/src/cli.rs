@@ -360,6 +360,18 @@ pub struct RenderArgs {
     /// YAML/JSON map of previous template state (`deploy<execution>`, `export<execution>`).
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
+    /// Folder with OCM transport archives (CTF, component archives) consulted before the
+    /// registries, for Installations with spec.componentDescriptor.ref (default: the
+    /// --imports-from folder).
+    #[arg(long, value_name = "DIR")]
+    pub archives: Option<PathBuf>,
+    /// The data folder whose artifact cache (`chart-cache`) component versions are read from
+    /// and kept in (default: the daemon's).
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Resolve component versions from the cache and the archives only (no registry requests).
+    #[arg(long)]
+    pub offline: bool,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t)]
     pub output: RenderOutputFormat,

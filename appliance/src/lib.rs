@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod components;
 pub mod config;
 pub mod daemon;
 #[doc(hidden)]

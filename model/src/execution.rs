@@ -10,6 +10,7 @@ use super::meta::ObjectMeta;
 use super::shared::{
     Condition, Error, ObjectReference, OnDeleteConfig, Phase, TransitionTimes, some_value,
 };
+use super::workflow::WorkflowExtension;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -72,6 +73,9 @@ pub struct DeployItemTemplate {
     pub update_on_change_only: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_delete: Option<OnDeleteConfig>,
+    /// The appliance's workflow conditions (not a Landscaper field, see [`crate::workflow`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub appliance: Option<WorkflowExtension>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -33,6 +33,7 @@ pub mod semver;
 pub mod shared;
 pub mod target;
 pub mod validate;
+pub mod workflow;
 pub mod write_path;
 
 pub use self::core::{ConfigMap, Secret};
@@ -63,4 +64,7 @@ pub use shared::{
 };
 pub use target::{Target, TargetSpec, kubeconfig_text};
 pub use validate::{ModelError, ValidatedObject, validate_object};
+pub use workflow::{
+    ActivationCondition, CrdPresent, ExtensionPlace, FailurePolicy, WorkflowExtension,
+};
 pub use write_path::prepare_for_storage;

@@ -15,6 +15,7 @@ use super::names::{
 };
 use super::resource::{Resource, to_value};
 use super::shared::is_set;
+use super::workflow::{ExtensionPlace, WORKFLOW_ANNOTATION, WorkflowExtension};
 use super::{
     ConfigMap, Context, DataObject, DeployItem, DeployItemTemplate, Execution, Installation,
     ManifestFile, Secret, Target,
@@ -436,6 +437,7 @@ fn non_empty(s: &Option<String>) -> bool {
 // --- Installation -----------------------------------------------------------------------------
 
 fn check_installation(inst: &Installation, errs: &mut Vec<ModelError>) {
+    check_workflow_annotation(&inst.metadata, ExtensionPlace::Installation, errs);
     let spec = &inst.spec;
     let mut import_names = BTreeSet::new();
     for (i, imp) in spec.data_imports().iter().enumerate() {
@@ -629,10 +631,34 @@ fn check_execution(exec: &Execution, errs: &mut Vec<ModelError>) {
             duplicates = true;
         }
         check_deploy_item_template(&path, item, errs);
+        if let Some(ext) = &item.appliance
+            && let Err(e) = ext.check(
+                ExtensionPlace::DeployItemTemplate,
+                &format!("{path}.appliance"),
+            )
+        {
+            errs.push(e);
+        }
     }
+    check_workflow_annotation(&exec.metadata, ExtensionPlace::Execution, errs);
     // Dependencies are resolved by name, which is ambiguous with duplicates.
     if !duplicates {
         check_dependencies(items, errs);
+    }
+}
+
+/// The appliance's workflow block in the `landscaper-appliance.io/workflow` annotation (issue 19):
+/// it must decode and fit the kind. Its CEL expressions are compiled by the workflow crate.
+fn check_workflow_annotation(meta: &ObjectMeta, place: ExtensionPlace, errs: &mut Vec<ModelError>) {
+    match WorkflowExtension::from_annotations(meta) {
+        Ok(None) => {}
+        Ok(Some(ext)) => {
+            let field = format!("metadata.annotations[{WORKFLOW_ANNOTATION}]");
+            if let Err(e) = ext.check(place, &field) {
+                errs.push(e);
+            }
+        }
+        Err(e) => errs.push(e),
     }
 }
 

@@ -1294,3 +1294,41 @@ proptest! {
         prop_assert_eq!(validated.object, input);
     }
 }
+
+#[test]
+fn workflow_blocks_are_kept_and_checked() {
+    // Issue 19: the block on an Execution's deploy items is a known field (kept, no warning);
+    // the annotation on Installations and Executions must decode and fit the kind.
+    let exec = json!({
+        "apiVersion": "landscaper.gardener.cloud/v1alpha1",
+        "kind": "Execution",
+        "metadata": {"name": "e", "namespace": "ns",
+                     "annotations": {"landscaper-appliance.io/workflow": "failurePolicy: ContinueIndependent\nmaxConcurrency: 2\n"}},
+        "spec": {"deployItems": [
+            {"name": "a", "type": "t", "appliance": {"readyPostcondition": "self.ready"}}
+        ]}
+    });
+    let validated = validate_object(&exec).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(validated.warnings, Vec::<String>::new());
+    assert_eq!(
+        validated.object["spec"]["deployItems"][0]["appliance"],
+        json!({"readyPostcondition": "self.ready"})
+    );
+
+    let mut misplaced = exec.clone();
+    misplaced["spec"]["deployItems"][0]["appliance"] = json!({"maxConcurrency": 1});
+    let e = error_of(misplaced);
+    assert_eq!(e.field, "spec.deployItems[0].appliance.maxConcurrency");
+
+    let mut inst = minimal_installation();
+    inst["metadata"]["annotations"] =
+        json!({"landscaper-appliance.io/workflow": "failurePolicy: Eventually"});
+    let e = error_of(inst.clone());
+    assert_eq!(
+        e.field,
+        "metadata.annotations[landscaper-appliance.io/workflow]"
+    );
+    assert!(e.message.contains("invalid workflow block"), "{e}");
+    inst["metadata"]["annotations"] = json!({"landscaper-appliance.io/workflow": "activationCondition: {crdPresent: servicemonitors.monitoring.coreos.com}"});
+    assert!(validate_object(&inst).is_ok());
+}

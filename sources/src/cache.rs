@@ -47,6 +47,8 @@ pub struct ChartCache {
     root: PathBuf,
     max_bytes: u64,
     counter: AtomicU64,
+    /// Digests (hex) pinned against eviction, by owner (e.g. an installation).
+    pins: std::sync::Mutex<std::collections::BTreeMap<String, std::collections::BTreeSet<String>>>,
 }
 
 impl ChartCache {
@@ -69,11 +71,43 @@ impl ChartCache {
             root,
             max_bytes,
             counter: AtomicU64::new(0),
+            pins: Default::default(),
         })
     }
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Pins `digests` (`sha256:<hex>`) for `owner` against eviction, replacing the owner's
+    /// earlier pins (in memory: pins end with the process, as the references do).
+    pub fn set_pins(&self, owner: &str, digests: impl IntoIterator<Item = String>) {
+        let set: std::collections::BTreeSet<String> = digests
+            .into_iter()
+            .filter(|d| valid_sha256_digest(d))
+            .map(|d| d["sha256:".len()..].to_string())
+            .collect();
+        if let Ok(mut pins) = self.pins.lock() {
+            if set.is_empty() {
+                pins.remove(owner);
+            } else {
+                pins.insert(owner.to_string(), set);
+            }
+        }
+    }
+
+    /// Releases the pins of `owner`.
+    pub fn clear_pins(&self, owner: &str) {
+        if let Ok(mut pins) = self.pins.lock() {
+            pins.remove(owner);
+        }
+    }
+
+    fn pinned(&self) -> std::collections::BTreeSet<String> {
+        self.pins
+            .lock()
+            .map(|p| p.values().flatten().cloned().collect())
+            .unwrap_or_default()
     }
 
     fn blob_path(&self, digest: &str) -> Option<PathBuf> {
@@ -91,6 +125,38 @@ impl ChartCache {
         self.root
             .join("refs")
             .join(hex(&Sha256::digest(key.as_bytes())))
+    }
+
+    /// Verifies every blob (damaged ones are removed, as on a read) and drops refs to missing
+    /// blobs: (blobs kept, bytes kept, blobs removed). For `doctor`.
+    pub fn verify(&self) -> (usize, u64, usize) {
+        let (mut kept, mut bytes, mut removed) = (0, 0, 0);
+        if let Ok(entries) = fs::read_dir(self.root.join("blobs/sha256")) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let digest = format!("sha256:{name}");
+                let ok = valid_sha256_digest(&digest)
+                    && fs::read(entry.path()).is_ok_and(|b| {
+                        bytes += b.len() as u64;
+                        sha256_digest(&b) == digest
+                    });
+                if ok {
+                    kept += 1;
+                } else {
+                    bytes -= fs::metadata(entry.path())
+                        .map(|m| m.len())
+                        .unwrap_or(0)
+                        .min(bytes);
+                    if fs::remove_file(entry.path()).is_ok() {
+                        removed += 1;
+                    }
+                }
+            }
+        }
+        if removed > 0 {
+            self.remove_dangling_refs();
+        }
+        (kept, bytes, removed)
     }
 
     /// The bytes with this digest, verified; refreshes their place in the LRU order.
@@ -221,12 +287,17 @@ impl ChartCache {
         }
         blobs.sort_by_key(|(time, _, _)| *time);
         let keep_name = keep.strip_prefix("sha256:").unwrap_or(keep);
+        let pinned = self.pinned();
         let mut removed = false;
         for (_, len, path) in blobs {
             if total <= self.max_bytes {
                 break;
             }
-            if path.file_name().and_then(|n| n.to_str()) == Some(keep_name) {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if name == keep_name || pinned.contains(name) {
                 continue;
             }
             if fs::remove_file(&path).is_ok() {
@@ -291,6 +362,49 @@ mod tests {
         );
         assert_eq!(cache.get_blob(&digest), Some(b"chart bytes".to_vec()));
         assert_eq!(cache.get_by_key("oci:reg/app:2.0"), None);
+    }
+
+    #[test]
+    fn verify_removes_damaged_blobs_and_their_refs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = ChartCache::open(dir.path(), 1 << 20).expect("open");
+        let good = cache
+            .put_with_keys(b"good", &["k1".to_string()])
+            .expect("put");
+        let bad = cache
+            .put_with_keys(b"bad", &["k2".to_string()])
+            .expect("put");
+        fs::write(cache.blob_path(&bad).expect("path"), b"tampered").expect("write");
+        fs::write(dir.path().join("blobs/sha256/not-a-digest"), b"x").expect("write");
+        assert_eq!(cache.verify(), (1, 4, 2));
+        assert_eq!(cache.get_by_key("k1"), Some((good, b"good".to_vec())));
+        assert_eq!(
+            cache.get_ref("k2"),
+            None,
+            "the ref to the damaged blob is gone"
+        );
+        assert_eq!(cache.verify(), (1, 4, 0));
+    }
+
+    #[test]
+    fn pinned_blobs_survive_eviction() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = ChartCache::open(dir.path(), 10).expect("open");
+        let old = cache.put_blob(b"0123456").expect("put");
+        set_age(&cache, &old, 100);
+        cache.set_pins("installation a", [old.clone()]);
+        let new = cache.put_blob(b"abcdefg").expect("put");
+        assert_eq!(cache.get_blob(&old), Some(b"0123456".to_vec()), "pinned");
+        assert_eq!(
+            cache.get_blob(&new),
+            Some(b"abcdefg".to_vec()),
+            "just written"
+        );
+        cache.clear_pins("installation a");
+        set_age(&cache, &old, 100);
+        let third = cache.put_blob(b"xyz1234").expect("put");
+        assert_eq!(cache.get_blob(&old), None, "evicted once unpinned");
+        assert!(cache.get_blob(&third).is_some());
     }
 
     #[test]

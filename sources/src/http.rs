@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
@@ -75,6 +75,23 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Performs one GET (no redirects followed).
 pub trait HttpTransport: Send + Sync {
     fn get(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, TransportError>>;
+
+    /// Performs one request with another method (`HEAD`, `POST`, `PUT`, ...) and a body (the
+    /// registry client's push side). Transports that only read refuse it.
+    fn send(
+        &self,
+        method: &str,
+        request: HttpRequest,
+        body: Vec<u8>,
+    ) -> BoxFuture<'_, Result<HttpResponse, TransportError>> {
+        let _ = (request, body);
+        let method = method.to_string();
+        Box::pin(async move {
+            Err(TransportError::Unreachable(format!(
+                "this transport cannot send {method} requests"
+            )))
+        })
+    }
 }
 
 /// Follows up to 10 redirects (301, 302, 303, 307, 308). Drops `authorization` when the host
@@ -227,7 +244,7 @@ fn remove_dot_segments(path: &str) -> String {
 pub struct HyperTransport {
     client: Client<
         hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-        Empty<Bytes>,
+        Full<Bytes>,
     >,
     roots: rustls::RootCertStore,
 }
@@ -260,7 +277,7 @@ fn build_client(
     roots: rustls::RootCertStore,
 ) -> Client<
     hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Empty<Bytes>,
+    Full<Bytes>,
 > {
     let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
         rustls::crypto::ring::default_provider(),
@@ -285,7 +302,33 @@ fn build_client(
 
 impl HttpTransport for HyperTransport {
     fn get(&self, request: HttpRequest) -> BoxFuture<'_, Result<HttpResponse, TransportError>> {
+        Box::pin(self.perform(hyper::Method::GET, request, Vec::new()))
+    }
+
+    fn send(
+        &self,
+        method: &str,
+        request: HttpRequest,
+        body: Vec<u8>,
+    ) -> BoxFuture<'_, Result<HttpResponse, TransportError>> {
+        let method = hyper::Method::from_bytes(method.as_bytes());
         Box::pin(async move {
+            let method =
+                method.map_err(|e| TransportError::InvalidUrl(format!("HTTP method: {e}")))?;
+            self.perform(method, request, body).await
+        })
+    }
+}
+
+impl HyperTransport {
+    async fn perform(
+        &self,
+        method: hyper::Method,
+        request: HttpRequest,
+        body: Vec<u8>,
+    ) -> Result<HttpResponse, TransportError> {
+        let is_head = method == hyper::Method::HEAD;
+        {
             let custom;
             let client = match &request.ca_pem {
                 None => &self.client,
@@ -313,12 +356,15 @@ impl HttpTransport for HyperTransport {
                 .url
                 .parse()
                 .map_err(|e| TransportError::InvalidUrl(format!("{}: {e}", request.url)))?;
-            let mut builder = hyper::Request::get(uri).header("user-agent", "landscaper");
+            let mut builder = hyper::Request::builder()
+                .method(method)
+                .uri(uri)
+                .header("user-agent", "landscaper");
             for (name, value) in &request.headers {
                 builder = builder.header(name.as_str(), value.as_str());
             }
             let req = builder
-                .body(Empty::<Bytes>::new())
+                .body(Full::new(Bytes::from(body)))
                 .map_err(|e| TransportError::InvalidUrl(e.to_string()))?;
             let work = async {
                 let response = client.request(req).await.map_err(|e| {
@@ -347,6 +393,7 @@ impl HttpTransport for HyperTransport {
                     .and_then(|v| v.to_str().ok())
                     .and_then(|v| v.parse::<u64>().ok())
                     && length > request.max_bytes
+                    && !is_head
                 {
                     return Err(TransportError::TooLarge {
                         limit: request.max_bytes,
@@ -375,7 +422,7 @@ impl HttpTransport for HyperTransport {
                 Ok(result) => result,
                 Err(_) => Err(TransportError::Timeout),
             }
-        })
+        }
     }
 }
 

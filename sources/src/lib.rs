@@ -147,6 +147,25 @@ impl ChartSources {
         }
     }
 
+    /// As [`ChartSources::new`] with a cache shared with other users (the component layer
+    /// uses the same instance, so that its pins protect entries from this one's evictions).
+    pub fn with_shared_cache(
+        transport: Arc<dyn HttpTransport>,
+        cache: Option<Arc<ChartCache>>,
+        config: SourcesConfig,
+    ) -> Self {
+        ChartSources {
+            transport,
+            cache,
+            config,
+        }
+    }
+
+    /// The cache, to share it (see [`ChartSources::with_shared_cache`]).
+    pub fn shared_cache(&self) -> Option<Arc<ChartCache>> {
+        self.cache.clone()
+    }
+
     /// The real HTTP client and a cache at `cache_dir` (e.g. `<data>/chart-cache`), default
     /// limits.
     pub fn with_cache_dir(cache_dir: impl Into<PathBuf>) -> Result<Self, cache::CacheError> {

@@ -129,15 +129,6 @@ impl Reference {
     pub fn name(&self) -> String {
         format!("{}/{}", self.registry, self.repository)
     }
-
-    fn base_url(&self) -> String {
-        format!(
-            "{}://{}/v2/{}",
-            self.scheme(),
-            self.api_host(),
-            self.repository
-        )
-    }
 }
 
 impl std::fmt::Display for Reference {
@@ -341,6 +332,14 @@ pub struct FetchedManifest {
     pub bytes: Vec<u8>,
 }
 
+/// A manifest or index as fetched: digest (sha256 of the bytes), `Content-Type`, bytes.
+#[derive(Debug, Clone)]
+pub struct RawManifest {
+    pub digest: String,
+    pub media_type: String,
+    pub bytes: Vec<u8>,
+}
+
 /// Limits of one registry conversation.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -376,6 +375,8 @@ pub struct RegistrySession<'a> {
     credentials: Option<BasicCredentials>,
     authorization: Option<String>,
     limits: Limits,
+    plain_http: bool,
+    ca_pem: Option<Vec<u8>>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -491,11 +492,39 @@ impl<'a> RegistrySession<'a> {
             credentials,
             authorization: None,
             limits,
+            plain_http: false,
+            ca_pem: None,
         }
+    }
+
+    /// Extra trusted CA certificates (PEM) for this registry.
+    pub fn with_ca_pem(mut self, ca_pem: Option<Vec<u8>>) -> Self {
+        self.ca_pem = ca_pem;
+        self
+    }
+
+    /// Plain HTTP also for a registry that is not on loopback (an explicit `insecure`
+    /// setting); loopback registries always use plain HTTP.
+    pub fn with_plain_http(mut self, plain_http: bool) -> Self {
+        self.plain_http = plain_http;
+        self
     }
 
     pub fn reference(&self) -> &Reference {
         &self.reference
+    }
+
+    fn base_url(&self) -> String {
+        let scheme = if self.plain_http {
+            "http"
+        } else {
+            self.reference.scheme()
+        };
+        format!(
+            "{scheme}://{}/v2/{}",
+            self.reference.api_host(),
+            self.reference.repository
+        )
     }
 
     async fn send(
@@ -506,6 +535,22 @@ impl<'a> RegistrySession<'a> {
         authorization: Option<&str>,
         max_bytes: u64,
     ) -> Result<HttpResponse, SourceError> {
+        self.send_with(what, "GET", url, accept, authorization, max_bytes, None)
+            .await
+    }
+
+    /// One request; `upload` = (content type, body) for the push side.
+    #[allow(clippy::too_many_arguments)]
+    async fn send_with(
+        &self,
+        what: &str,
+        method: &str,
+        url: &str,
+        accept: Option<&str>,
+        authorization: Option<&str>,
+        max_bytes: u64,
+        upload: Option<(&str, &[u8])>,
+    ) -> Result<HttpResponse, SourceError> {
         let timeout = self.limits.request_timeout(what)?;
         let mut headers = Vec::new();
         if let Some(accept) = accept {
@@ -514,35 +559,69 @@ impl<'a> RegistrySession<'a> {
         if let Some(auth) = authorization {
             headers.push(("authorization".to_string(), auth.to_string()));
         }
-        get_following(
-            self.transport,
-            HttpRequest {
-                url: url.to_string(),
-                headers,
-                max_bytes,
-                timeout,
-                ca_pem: None,
-            },
-        )
-        .await
-        .map_err(|e| transport_error(what, e, timeout))
+        let request = HttpRequest {
+            url: url.to_string(),
+            headers,
+            max_bytes,
+            timeout,
+            ca_pem: self.ca_pem.clone(),
+        };
+        let result = if method == "GET" {
+            get_following(self.transport, request).await
+        } else {
+            let mut request = request;
+            let body = match upload {
+                Some((content_type, body)) => {
+                    request
+                        .headers
+                        .push(("content-type".to_string(), content_type.to_string()));
+                    body.to_vec()
+                }
+                None => Vec::new(),
+            };
+            self.transport.send(method, request, body).await
+        };
+        result.map_err(|e| transport_error(what, e, timeout))
     }
 
-    /// GET with the negotiated authorization; on a 401 negotiates (Basic or Bearer) once and
-    /// retries.
-    async fn get(
+    /// A request with the negotiated authorization; on a 401 negotiates once and retries.
+    async fn request(
         &mut self,
         what: &str,
+        method: &str,
         url: &str,
         accept: Option<&str>,
         max_bytes: u64,
+        upload: Option<(&str, &[u8])>,
     ) -> Result<HttpResponse, SourceError> {
         let response = self
-            .send(what, url, accept, self.authorization.as_deref(), max_bytes)
+            .send_with(
+                what,
+                method,
+                url,
+                accept,
+                self.authorization.as_deref(),
+                max_bytes,
+                upload,
+            )
             .await?;
         if response.status != 401 {
             return Ok(response);
         }
+        self.negotiate(what, &response).await?;
+        self.send_with(
+            what,
+            method,
+            url,
+            accept,
+            self.authorization.as_deref(),
+            max_bytes,
+            upload,
+        )
+        .await
+    }
+
+    async fn negotiate(&mut self, what: &str, response: &HttpResponse) -> Result<(), SourceError> {
         let challenge = response
             .header("www-authenticate")
             .and_then(parse_challenge);
@@ -557,7 +636,19 @@ impl<'a> RegistrySession<'a> {
             return Err(status_error(what, 401, self.credentials.is_some(), &[]));
         };
         self.authorization = Some(authorization);
-        self.send(what, url, accept, self.authorization.as_deref(), max_bytes)
+        Ok(())
+    }
+
+    /// GET with the negotiated authorization; on a 401 negotiates (Basic or Bearer) once and
+    /// retries.
+    async fn get(
+        &mut self,
+        what: &str,
+        url: &str,
+        accept: Option<&str>,
+        max_bytes: u64,
+    ) -> Result<HttpResponse, SourceError> {
+        self.request(what, "GET", url, accept, max_bytes, None)
             .await
     }
 
@@ -616,10 +707,31 @@ impl<'a> RegistrySession<'a> {
     /// digest.
     pub async fn manifest(&mut self, reference: &str) -> Result<FetchedManifest, SourceError> {
         let what = format!("{}:{reference}", self.reference.name()).replace(":sha256:", "@sha256:");
-        let url = format!("{}/manifests/{reference}", self.reference.base_url());
         let accept = format!("{OCI_MANIFEST_MEDIA_TYPE}, {DOCKER_MANIFEST_MEDIA_TYPE}");
+        let raw = self.manifest_bytes(reference, &accept).await?;
+        let manifest: Manifest =
+            serde_json::from_slice(&raw.bytes).map_err(|e| SourceError::InvalidResponse {
+                what: what.clone(),
+                detail: format!("manifest cannot be parsed: {e}"),
+            })?;
+        Ok(FetchedManifest {
+            digest: raw.digest,
+            manifest,
+            bytes: raw.bytes,
+        })
+    }
+
+    /// The raw manifest or index for `reference` (a tag or a digest) with the accepted media
+    /// types `accept`, its digest verified when asked by digest.
+    pub async fn manifest_bytes(
+        &mut self,
+        reference: &str,
+        accept: &str,
+    ) -> Result<RawManifest, SourceError> {
+        let what = format!("{}:{reference}", self.reference.name()).replace(":sha256:", "@sha256:");
+        let url = format!("{}/manifests/{reference}", self.base_url());
         let response = self
-            .get(&what, &url, Some(&accept), MAX_MANIFEST_BYTES)
+            .get(&what, &url, Some(accept), MAX_MANIFEST_BYTES)
             .await?;
         if !(200..300).contains(&response.status) {
             return Err(status_error(
@@ -637,16 +749,119 @@ impl<'a> RegistrySession<'a> {
                 actual: digest,
             });
         }
-        let manifest: Manifest =
-            serde_json::from_slice(&response.body).map_err(|e| SourceError::InvalidResponse {
-                what: what.clone(),
-                detail: format!("manifest cannot be parsed: {e}"),
-            })?;
-        Ok(FetchedManifest {
+        Ok(RawManifest {
             digest,
-            manifest,
+            media_type: response
+                .header("content-type")
+                .unwrap_or_default()
+                .to_string(),
             bytes: response.body,
         })
+    }
+
+    /// Checks that the registry answers the API (`GET /v2/`): 200, or 401 with a usable
+    /// challenge for which the credentials (if any) are accepted.
+    pub async fn ping(&mut self) -> Result<(), SourceError> {
+        let scheme = if self.plain_http {
+            "http"
+        } else {
+            self.reference.scheme()
+        };
+        let url = format!("{scheme}://{}/v2/", self.reference.api_host());
+        let what = format!("{} (API check)", self.reference.registry);
+        let response = self.get(&what, &url, None, 1 << 20).await?;
+        if (200..300).contains(&response.status) {
+            return Ok(());
+        }
+        Err(status_error(
+            &what,
+            response.status,
+            self.credentials.is_some(),
+            &response.body,
+        ))
+    }
+
+    /// Uploads a blob (monolithic: POST an upload session, PUT the bytes) unless the
+    /// registry has it; returns its digest.
+    pub async fn push_blob(&mut self, bytes: &[u8]) -> Result<String, SourceError> {
+        let digest = sha256_digest(bytes);
+        let what = format!("{}@{digest} (upload)", self.reference.name());
+        let head_url = format!("{}/blobs/{digest}", self.base_url());
+        let head = self
+            .request(&what, "HEAD", &head_url, None, 1 << 20, None)
+            .await?;
+        if (200..300).contains(&head.status) {
+            return Ok(digest);
+        }
+        let url = format!("{}/blobs/uploads/", self.base_url());
+        let started = self
+            .request(&what, "POST", &url, None, 1 << 20, None)
+            .await?;
+        if started.status != 202 {
+            return Err(status_error(
+                &what,
+                started.status,
+                self.credentials.is_some(),
+                &started.body,
+            ));
+        }
+        let location = started
+            .header("location")
+            .ok_or_else(|| SourceError::InvalidResponse {
+                what: what.clone(),
+                detail: "upload session without Location".into(),
+            })?;
+        let location = crate::http::resolve_url(&url, location).ok_or_else(|| {
+            SourceError::InvalidResponse {
+                what: what.clone(),
+                detail: format!("invalid upload Location {location:?}"),
+            }
+        })?;
+        let sep = if location.contains('?') { '&' } else { '?' };
+        let put_url = format!("{location}{sep}digest={}", query_escape(&digest));
+        let done = self
+            .request(
+                &what,
+                "PUT",
+                &put_url,
+                None,
+                1 << 20,
+                Some(("application/octet-stream", bytes)),
+            )
+            .await?;
+        if !(200..300).contains(&done.status) {
+            return Err(status_error(
+                &what,
+                done.status,
+                self.credentials.is_some(),
+                &done.body,
+            ));
+        }
+        Ok(digest)
+    }
+
+    /// Puts a manifest (or index) under `reference` (a tag or its digest); returns its digest.
+    pub async fn put_manifest(
+        &mut self,
+        reference: &str,
+        media_type: &str,
+        bytes: &[u8],
+    ) -> Result<String, SourceError> {
+        let digest = sha256_digest(bytes);
+        let what = format!("{}:{reference} (upload)", self.reference.name());
+        let url = format!("{}/manifests/{reference}", self.base_url());
+        let response = self
+            .request(&what, "PUT", &url, None, 1 << 20, Some((media_type, bytes)))
+            .await?;
+        if !(200..300).contains(&response.status) {
+            return Err(status_error(
+                &what,
+                response.status,
+                self.credentials.is_some(),
+                &response.body,
+            ));
+        }
+        Ok(digest)
     }
 
     /// The blob with this digest, verified, at most `max_blob_bytes`.
@@ -664,7 +879,7 @@ impl<'a> RegistrySession<'a> {
                 limit: self.limits.max_blob_bytes,
             });
         }
-        let url = format!("{}/blobs/{}", self.reference.base_url(), descriptor.digest);
+        let url = format!("{}/blobs/{}", self.base_url(), descriptor.digest);
         let response = self
             .get(&what, &url, None, self.limits.max_blob_bytes)
             .await?;

@@ -740,3 +740,19 @@ async fn userinfo_becomes_basic_auth_and_is_never_shown() {
         got.origin.source
     );
 }
+
+#[test]
+fn a_shared_cache_is_the_same_instance() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = Arc::new(ChartCache::open(dir.path(), 1 << 20).expect("cache"));
+    let sources = ChartSources::with_shared_cache(
+        Arc::new(crate::testing::MemoryTransport::new()),
+        Some(cache.clone()),
+        SourcesConfig::default(),
+    );
+    let shared = sources.shared_cache().expect("has a cache");
+    assert!(Arc::ptr_eq(&shared, &cache));
+    // What one user stores, the other sees.
+    let digest = shared.put_blob(b"bytes").expect("put");
+    assert_eq!(cache.get_blob(&digest).as_deref(), Some(&b"bytes"[..]));
+}

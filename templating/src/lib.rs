@@ -7,6 +7,7 @@ pub mod budget;
 pub mod fuzzing;
 pub mod gofmt;
 pub mod gotemplate;
+pub mod resources;
 pub mod schema;
 pub mod spiff;
 mod yaml_scalar;

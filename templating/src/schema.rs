@@ -39,6 +39,14 @@ impl SchemaFiles for crate::blueprint::BlueprintFs {
     }
 }
 
+/// `cd://` references (FORMATS.md §10): JSON schema resources of component versions.
+pub trait CdSchemas: Send + Sync {
+    /// The schema the `cd://` URI `uri` (without fragment) names, looked up from the component
+    /// version `scope` (`""`: the installation's), and the scope the references inside it are
+    /// resolved from (the component version that owns the resource).
+    fn cd_schema(&self, scope: &str, uri: &str) -> Result<(Value, String), String>;
+}
+
 /// What references may point at.
 #[derive(Clone, Copy)]
 pub struct ReferenceContext<'a> {
@@ -46,6 +54,8 @@ pub struct ReferenceContext<'a> {
     pub local_types: &'a BTreeMap<String, Value>,
     /// The blueprint filesystem (`None`: `blueprint://` references fail).
     pub files: Option<&'a dyn SchemaFiles>,
+    /// Component schemas (`None`: `cd://` references fail).
+    pub cd: Option<&'a dyn CdSchemas>,
 }
 
 impl<'a> ReferenceContext<'a> {
@@ -53,7 +63,17 @@ impl<'a> ReferenceContext<'a> {
         local_types: &'a BTreeMap<String, Value>,
         files: Option<&'a dyn SchemaFiles>,
     ) -> Self {
-        ReferenceContext { local_types, files }
+        ReferenceContext {
+            local_types,
+            files,
+            cd: None,
+        }
+    }
+
+    /// The same context resolving `cd://` references with `cd`.
+    pub fn with_cd(mut self, cd: Option<&'a dyn CdSchemas>) -> Self {
+        self.cd = cd;
+        self
     }
 }
 
@@ -232,7 +252,7 @@ pub fn resolve_references(
     ctx: &ReferenceContext<'_>,
 ) -> Result<Value, SchemaError> {
     let mut seen = BTreeSet::new();
-    resolve(schema, "", ctx, &mut seen, 0)
+    resolve(schema, "", ctx, &mut seen, 0, "")
 }
 
 const MAX_REFERENCE_DEPTH: usize = 64;
@@ -243,6 +263,7 @@ fn resolve(
     ctx: &ReferenceContext<'_>,
     seen: &mut BTreeSet<String>,
     depth: usize,
+    scope: &str,
 ) -> Result<Value, SchemaError> {
     match data {
         Value::Object(map) => {
@@ -254,13 +275,13 @@ fn resolve(
                         message: format!("invalid reference value: expected string, got {r}"),
                     });
                 };
-                return resolve_reference(uri, path, &at, ctx, seen, depth);
+                return resolve_reference(uri, path, &at, ctx, seen, depth, scope);
             }
             let mut out = Map::new();
             for (k, v) in map {
                 out.insert(
                     k.clone(),
-                    resolve(v, &format!("{path}/{}", escape(k)), ctx, seen, depth)?,
+                    resolve(v, &format!("{path}/{}", escape(k)), ctx, seen, depth, scope)?,
                 );
             }
             Ok(Value::Object(out))
@@ -268,7 +289,7 @@ fn resolve(
         Value::Array(items) => {
             let mut out = Vec::with_capacity(items.len());
             for (i, v) in items.iter().enumerate() {
-                out.push(resolve(v, &format!("{path}/{i}"), ctx, seen, depth)?);
+                out.push(resolve(v, &format!("{path}/{i}"), ctx, seen, depth, scope)?);
             }
             Ok(Value::Array(out))
         }
@@ -317,6 +338,7 @@ fn resolve_reference(
     ctx: &ReferenceContext<'_>,
     seen: &mut BTreeSet<String>,
     depth: usize,
+    scope: &str,
 ) -> Result<Value, SchemaError> {
     let err = |message: String| SchemaError::Reference {
         at: at.to_string(),
@@ -329,11 +351,18 @@ fn resolve_reference(
     if !matches!(scheme.as_str(), "local" | "blueprint" | "cd") {
         return Ok(keep_ref(uri));
     }
-    if seen.contains(uri) || depth >= MAX_REFERENCE_DEPTH {
+    // A cd:// URI names different schemas from different component versions.
+    let seen_key = if scheme == "cd" {
+        format!("{scope}|{uri}")
+    } else {
+        uri.to_string()
+    };
+    if seen.contains(&seen_key) || depth >= MAX_REFERENCE_DEPTH {
         return Err(err(format!(
             "cyclic references detected: reference {uri:?} is part of a cycle"
         )));
     }
+    let mut inner_scope = scope.to_string();
     let content = match scheme.as_str() {
         "local" => {
             if !parsed.path.is_empty() {
@@ -369,14 +398,20 @@ fn resolve_reference(
             }
         }
         _ => {
-            return Err(err(format!(
-                "component descriptor references ({uri}) are not supported in the appliance: they need a component registry"
-            )));
+            let Some(cd) = ctx.cd else {
+                return Err(err(format!(
+                    "component descriptor references ({uri}) need the installation's component version (spec.componentDescriptor)"
+                )));
+            };
+            let without_fragment = uri.split('#').next().unwrap_or(uri);
+            let (schema, owner) = cd.cd_schema(scope, without_fragment).map_err(err)?;
+            inner_scope = owner;
+            schema
         }
     };
-    seen.insert(uri.to_string());
-    let resolved = resolve(&content, path, ctx, seen, depth + 1);
-    seen.remove(uri);
+    seen.insert(seen_key.clone());
+    let resolved = resolve(&content, path, ctx, seen, depth + 1, &inner_scope);
+    seen.remove(&seen_key);
     resolve_fragment(parsed.fragment, resolved?).map_err(err)
 }
 
@@ -510,6 +545,56 @@ mod tests {
             &ctx(&local),
         )
         .unwrap_err();
-        assert!(e.to_string().contains("not supported"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("need the installation's component version"),
+            "{e}"
+        );
+    }
+
+    /// Component schemas by (scope, uri): root → ref-1 (`resourcesschema`, referring
+    /// `cd://componentReferences/ref-2/resources/memoryschema` relative to ref-1) → ref-2.
+    struct Chain;
+
+    impl CdSchemas for Chain {
+        fn cd_schema(&self, scope: &str, uri: &str) -> Result<(Value, String), String> {
+            match (scope, uri) {
+                ("", "cd://componentReferences/ref-1/resources/resourcesschema") => Ok((
+                    json!({"type": "object", "properties": {"memory": {"$ref": "cd://componentReferences/ref-2/resources/memoryschema"}}}),
+                    "ref-1".into(),
+                )),
+                ("ref-1", "cd://componentReferences/ref-2/resources/memoryschema") => {
+                    Ok((json!({"type": "string"}), "ref-2".into()))
+                }
+                ("", "cd://resources/loop") | ("loop", "cd://resources/loop") => {
+                    Ok((json!({"$ref": "cd://resources/loop"}), "loop".into()))
+                }
+                _ => Err(format!("{uri} not found from {scope:?}")),
+            }
+        }
+    }
+
+    #[test]
+    fn cd_references_resolve_relative_to_the_owning_component() {
+        let local = BTreeMap::new();
+        let ctx = ReferenceContext::new(&local, None).with_cd(Some(&Chain));
+        let r = resolve_references(
+            &json!({"$ref": "cd://componentReferences/ref-1/resources/resourcesschema"}),
+            &ctx,
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            json!({"type": "object", "properties": {"memory": {"type": "string"}}})
+        );
+        // Relative to the installation's component, ref-2 is not reachable.
+        let e = resolve_references(
+            &json!({"$ref": "cd://componentReferences/ref-2/resources/memoryschema"}),
+            &ctx,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("not found"), "{e}");
+        let e = resolve_references(&json!({"$ref": "cd://resources/loop"}), &ctx).unwrap_err();
+        assert!(e.to_string().contains("cycle"), "{e}");
     }
 }

@@ -368,6 +368,34 @@ fn printing_a_missing_value_is_an_error() {
 }
 
 #[test]
+fn deploy_item_workflow_block_passes_to_the_execution_template() {
+    // The appliance's extension block (issue 19) survives rendering and target resolution;
+    // items without it are unchanged.
+    let bp = single_deploy(
+        "deployItems:\n- name: x\n  type: t\n  config: {}\n  appliance:\n    reconcilePrecondition: imports.a.on == true\n    activationCondition: {crdPresent: servicemonitors.monitoring.coreos.com}\n- name: z\n  type: t\n  config: {}\n",
+    );
+    let b = Bindings::with_imports(obj(json!({"a": {"on": true}})));
+    let out = render_deploy_executions(&bp, &b).unwrap_or_else(|e| panic!("{e}"));
+    let resolved = resolve_deploy_items(&bp, &b.imports, "ns", &out.deploy_items).unwrap();
+    let block = resolved[0].appliance.as_ref().expect("the block");
+    assert_eq!(
+        block.reconcile_precondition.as_deref(),
+        Some("imports.a.on == true")
+    );
+    assert_eq!(
+        serde_json::to_value(&resolved[0]).unwrap()["appliance"]["activationCondition"],
+        json!({"crdPresent": "servicemonitors.monitoring.coreos.com"})
+    );
+    assert_eq!(resolved[1].appliance, None);
+    assert!(
+        serde_json::to_value(&resolved[1])
+            .unwrap()
+            .get("appliance")
+            .is_none()
+    );
+}
+
+#[test]
 fn template_errors_carry_line_and_column() {
     let bp = single_deploy("deployItems:\n- name: x\n  config: {{ .imports.a.b.c }}\n");
     let e =
@@ -462,6 +490,46 @@ fn export_executions_merge_drop_and_validate() {
     assert_eq!(
         e.to_string(),
         r#"exportExecutions: export "url": exported data does not satisfy the configured schema: (root): {"x":"https://h:8443"} is not of type "string" (schema path /type)"#
+    );
+}
+
+#[test]
+fn subinstallation_workflow_blocks_from_entries_files_and_inline_templates() {
+    // The appliance's block (issue 19): beside `file` (applies to the file's template unless
+    // that has its own), inside the file, or inside an inline template. Alone beside `file`
+    // it does not make the entry an inline template.
+    let file = |name: &str, extra: &str| {
+        format!(
+            "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: InstallationTemplate\nname: {name}\nblueprint:\n  ref: cd://resources/child\n{extra}"
+        )
+    };
+    let bp = "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\nsubinstallations:\n- file: /a.yaml\n  appliance:\n    reconcilePrecondition: imports.on\n- file: /b.yaml\n  appliance:\n    reconcilePrecondition: ignored\n- file: /c.yaml\n- apiVersion: landscaper.gardener.cloud/v1alpha1\n  kind: InstallationTemplate\n  name: d\n  blueprint:\n    ref: cd://resources/child\n  appliance:\n    failurePolicy: ContinueIndependent\n";
+    let bp = Blueprint::from_fs(
+        BlueprintFs::new()
+            .with("blueprint.yaml", bp)
+            .with("a.yaml", file("a", "").as_str())
+            .with(
+                "b.yaml",
+                file("b", "appliance:\n  readyPostcondition: self.ready\n").as_str(),
+            )
+            .with("c.yaml", file("c", "").as_str()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let out = render_subinstallations(&bp, &Bindings::with_imports(Map::new()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let blocks: Vec<(&str, Value)> = out
+        .subinstallations
+        .iter()
+        .map(|t| (t.name.as_str(), serde_json::to_value(&t.appliance).unwrap()))
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            ("a", json!({"reconcilePrecondition": "imports.on"})),
+            ("b", json!({"readyPostcondition": "self.ready"})),
+            ("c", Value::Null),
+            ("d", json!({"failurePolicy": "ContinueIndependent"})),
+        ]
     );
 }
 
@@ -771,4 +839,95 @@ subinstallations:
         ),
         "{message}"
     );
+}
+
+/// A reader over one `cd://resources/<name>` resource, counting its calls.
+struct OneResource {
+    name: &'static str,
+    content: landscaper_templating::resources::ResourceContent,
+}
+
+impl landscaper_templating::resources::ResourceReader for OneResource {
+    fn resource_key(&self, reference: &str) -> Result<String, String> {
+        if reference == format!("cd://resources/{}", self.name) {
+            Ok(format!("KEY({})", self.name))
+        } else {
+            Err(format!(
+                "resource {reference} not found in example.com/comp:1.0.0"
+            ))
+        }
+    }
+    fn resource_content(
+        &self,
+        reference: &str,
+    ) -> Result<landscaper_templating::resources::ResourceContent, String> {
+        self.resource_key(reference)?;
+        Ok(self.content.clone())
+    }
+}
+
+fn with_reader(media_type: &str, bytes: &[u8]) -> Bindings {
+    let mut b = Bindings::with_imports(obj(json!({"a": {}})));
+    b.resources =
+        landscaper_templating::resources::Resources::new(std::sync::Arc::new(OneResource {
+            name: "myconfig",
+            content: landscaper_templating::resources::ResourceContent {
+                media_type: media_type.into(),
+                bytes: bytes.to_vec(),
+            },
+        }));
+    b
+}
+
+#[test]
+fn resource_key_and_content_come_from_the_reader_in_both_engines() {
+    let go = single_deploy(
+        "deployItems:\n- name: x\n  type: t\n  config:\n    key: {{ getResourceKey `cd://resources/myconfig` }}\n    content: {{ getResourceContent `cd://resources/myconfig` | toJson }}\n",
+    );
+    let b = with_reader("application/yaml", b"type: yaml-config\n");
+    let out = render_deploy_executions(&go, &b).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.deploy_items[0].config,
+        json!({"key": "KEY(myconfig)", "content": "type: yaml-config\n"})
+    );
+    let spiff = Blueprint::from_fs(BlueprintFs::new().with(
+        "blueprint.yaml",
+        r#"apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+deployExecutions:
+- name: s
+  type: Spiff
+  template:
+    deployItems:
+    - name: x
+      type: t
+      config:
+        key: (( getResourceKey("cd://resources/myconfig") ))
+        content: (( getResourceContent("cd://resources/myconfig") ))
+"#,
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    // application/octet-stream is returned base64-encoded.
+    let b = with_reader("application/octet-stream", &[0, 1, 2, 255]);
+    let out = render_deploy_executions(&spiff, &b).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.deploy_items[0].config,
+        json!({"key": "KEY(myconfig)", "content": "AAEC/w=="})
+    );
+}
+
+#[test]
+fn resource_errors_and_missing_reader_fail_the_render() {
+    let go = single_deploy(
+        "deployItems:\n- name: x\n  type: t\n  config:\n    key: {{ getResourceKey `cd://resources/other` }}\n",
+    );
+    let e = render_deploy_executions(&go, &with_reader("text/plain", b"x")).unwrap_err();
+    assert!(
+        e.message
+            .contains("cd://resources/other not found in example.com/comp:1.0.0"),
+        "{e}"
+    );
+    let e =
+        render_deploy_executions(&go, &Bindings::with_imports(obj(json!({"a": {}})))).unwrap_err();
+    assert!(e.message.contains("no component version is defined"), "{e}");
 }

@@ -108,6 +108,7 @@ fn landscaper_include_read_file_and_components() {
     let funcs = landscaper_template_funcs(Components {
         cd: v(&cd),
         list: v(&json!({"meta": {"schemaVersion": "v2"}, "components": [cd.clone(), dep]})),
+        ..Components::default()
     });
     let files = MapFiles::new()
         .with("defaults/values.yaml", "replicas: {{ .n }}\n")

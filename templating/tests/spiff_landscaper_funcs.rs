@@ -268,10 +268,15 @@ fn component_function_errors() {
             r#"getResource({"meta" = {"schemaVersion" = "v9"}}, "name", "x")"#,
             "unknown schema version",
         ),
-        // Functions that need OCM or a cluster.
+        // Functions that need a component repository: none is given here.
         (
             r#"getResourceKey("cd://resources/image")"#,
-            "getResourceKey is not supported in the appliance",
+            "getResourceKey: unable to resolve the resource as no component version is defined",
+        ),
+        // Functions that need a cluster.
+        (
+            r#"getShootAdminKubeconfig("a", "b", 1, {})"#,
+            "getShootAdminKubeconfig is not supported in the appliance",
         ),
     ];
     for (expr, want) in cases {
@@ -327,6 +332,7 @@ fn spiff_and_gotemplate_versions_agree() {
     let funcs = landscaper_template_funcs(Components {
         cd: GoValue::from_json(&cd()),
         list: GoValue::from_json(&components()),
+        ..Components::default()
     });
     let go = |text: &str| {
         gotemplate::render("t", text, &json!({"cd": cd()}), &funcs).map_err(|e| e.to_string())

@@ -147,13 +147,19 @@ pub fn run(args: &DoctorArgs) -> Vec<Check> {
         (false, None) => Err("no readable store".to_string()),
     };
     match &contents {
-        Ok(contents) => checks.extend(check_targets(&contents.objects, timeout)),
+        Ok(contents) => {
+            checks.extend(check_targets(&contents.objects, timeout));
+            checks.extend(check_registries(&contents.objects, timeout));
+        }
         Err(why) => checks.push(Check::new(
             "targets",
             Status::Warn,
             format!("not checked: {why}"),
         )),
     }
+    checks.push(check_artifact_cache(
+        &location.config.data_dir.join("chart-cache"),
+    ));
     checks.push(check_clock(
         jiff::Timestamp::now(),
         contents
@@ -580,6 +586,109 @@ fn check_targets(objects: &[Value], timeout: Duration) -> Vec<Check> {
     })
 }
 
+/// The OCI registries of the repository contexts in use (Contexts' `repositoryContext`,
+/// Installations' `spec.componentDescriptor.ref.repositoryContext`), each once: reachable by
+/// TCP. CTF, component-archive and `local` contexts are files and not checked here.
+fn check_registries(objects: &[Value], timeout: Duration) -> Vec<Check> {
+    let mut endpoints = std::collections::BTreeSet::new();
+    for o in objects {
+        let ctx = match o["kind"].as_str() {
+            Some("Context") => &o["repositoryContext"],
+            Some("Installation") => &o["spec"]["componentDescriptor"]["ref"]["repositoryContext"],
+            _ => continue,
+        };
+        if let Some(endpoint) = registry_endpoint(ctx) {
+            endpoints.insert(endpoint);
+        }
+    }
+    endpoints
+        .into_iter()
+        .map(|(host, port)| {
+            let name = format!("registry {host}:{port}");
+            match connect(&host, port, timeout) {
+                Ok(took) => Check::new(
+                    name,
+                    Status::Ok,
+                    format!("reachable (TCP connect in {} ms)", took.as_millis()),
+                ),
+                // Archives in the manifests folder and the cache may still serve it.
+                Err(why) => Check::new(
+                    name,
+                    Status::Warn,
+                    format!("{why} (component versions come from the cache and the folder's archives only)"),
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Host and port of an OCI repository context (`baseUrl`; no scheme means HTTPS).
+pub fn registry_endpoint(ctx: &Value) -> Option<(String, u16)> {
+    let parsed = landscaper_components::RepositoryContext::parse(ctx).ok()?;
+    let landscaper_components::RepositoryKind::Oci { base_url, .. } = parsed.kind else {
+        return None;
+    };
+    // The scheme as written (the parsed form drops it).
+    let base_url = ctx
+        .as_object()
+        .and_then(|m| {
+            m.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("baseUrl"))
+                .and_then(|(_, v)| v.as_str())
+        })
+        .map(str::to_string)
+        .unwrap_or(base_url);
+    let (default_port, rest) = match base_url.split_once("://") {
+        Some(("http", rest)) => (80, rest),
+        Some((_, rest)) => (443, rest),
+        None => (443, base_url.as_str()),
+    };
+    let authority = rest.split('/').next().unwrap_or_default();
+    if authority.is_empty() {
+        return None;
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !host.ends_with(']') || authority.starts_with('[') => {
+            match port.parse() {
+                Ok(p) => Some((host.trim_matches(['[', ']']).to_string(), p)),
+                Err(_) => Some((authority.to_string(), default_port)),
+            }
+        }
+        _ => Some((authority.trim_matches(['[', ']']).to_string(), default_port)),
+    }
+}
+
+/// The shared artifact cache (helm charts and component versions): every blob is verified
+/// against its digest (`ChartCache::verify`); damaged ones are removed, as a read would.
+pub fn check_artifact_cache(dir: &Path) -> Check {
+    let name = "artifact cache";
+    if !dir.join("blobs/sha256").is_dir() {
+        return Check::new(name, Status::Ok, format!("{}: empty", dir.display()));
+    }
+    let cache = match landscaper_sources::ChartCache::open(
+        dir,
+        landscaper_sources::cache::DEFAULT_CACHE_MAX_BYTES,
+    ) {
+        Ok(c) => c,
+        Err(e) => return Check::new(name, Status::Fail, e.to_string()),
+    };
+    let (kept, bytes, removed) = cache.verify();
+    let summary = format!("{}: {kept} blobs, {} MB", dir.display(), bytes / MB);
+    if removed == 0 {
+        Check::new(
+            name,
+            Status::Ok,
+            format!("{summary}, all match their digests"),
+        )
+    } else {
+        Check::new(
+            name,
+            Status::Warn,
+            format!("{summary}; removed {removed} damaged blobs (fetched again when needed)"),
+        )
+    }
+}
+
 /// The clock check: `now` against [`EARLIEST_SANE_TIME`] and the newest change in the store.
 pub fn check_clock(now: jiff::Timestamp, newest_change: Option<&str>) -> Check {
     let name = "clock";
@@ -816,6 +925,47 @@ mod tests {
             check_targets(&[], Duration::from_secs(1))[0].status,
             Status::Ok
         );
+    }
+
+    #[test]
+    fn finds_registry_endpoints_of_repository_contexts() {
+        for (ctx, want) in [
+            (
+                json!({"type": "ociRegistry", "baseUrl": "127.0.0.1:5000"}),
+                Some(("127.0.0.1", 5000)),
+            ),
+            (
+                json!({"type": "OCIRegistry", "baseUrl": "ghcr.io/org/path"}),
+                Some(("ghcr.io", 443)),
+            ),
+            (
+                json!({"type": "OCIRegistry", "baseUrl": "http://reg.local/x"}),
+                Some(("reg.local", 80)),
+            ),
+            (json!({"type": "local", "filePath": "./"}), None),
+            (json!({"type": "nonsense"}), None),
+        ] {
+            let got = registry_endpoint(&ctx);
+            assert_eq!(got.as_ref().map(|(h, p)| (h.as_str(), *p)), want, "{ctx}");
+        }
+    }
+
+    #[test]
+    fn artifact_cache_blobs_must_match_their_digests() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(check_artifact_cache(dir.path()).status, Status::Ok);
+        let blobs = dir.path().join("blobs/sha256");
+        std::fs::create_dir_all(&blobs).unwrap();
+        let good = landscaper_sources::archive::sha256_digest(b"good");
+        std::fs::write(blobs.join(good.trim_start_matches("sha256:")), b"good").unwrap();
+        let c = check_artifact_cache(dir.path());
+        assert_eq!(c.status, Status::Ok, "{c:?}");
+        assert!(c.message.contains("1 blobs"), "{c:?}");
+        std::fs::write(blobs.join(good.trim_start_matches("sha256:")), b"tampered").unwrap();
+        let c = check_artifact_cache(dir.path());
+        assert_eq!(c.status, Status::Warn, "{c:?}");
+        assert!(c.message.contains("removed 1 damaged blobs"), "{c:?}");
+        assert!(!blobs.join(good.trim_start_matches("sha256:")).exists());
     }
 
     #[test]

@@ -44,6 +44,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use landscaper_store::model::constants::{OPERATION_ANNOTATION, RECONCILE_REASON_ANNOTATION};
+use landscaper_store::model::workflow::{APPLIANCE_FIELD, WORKFLOW_ANNOTATION};
 use landscaper_store::{Kind, ObjectKey, StoreError, StoreFile, object};
 use landscaper_templating::schema::CompiledSchema;
 use serde::Serialize;
@@ -200,6 +201,7 @@ pub fn plan(objects: &[Value]) -> Result<ExportPlan, ExportError> {
                 "{key}: spec.blueprint.ref.resourceName {reference} is a blueprint folder of the appliance's manifests folder, which a cluster does not have: inline it (spec.blueprint.inline.filesystem) or publish it in a component"
             ));
         }
+        plan.warnings.extend(workflow_warnings(&key, stored));
         if key.namespace != object::DEFAULT_NAMESPACE {
             plan.namespaces.insert(key.namespace.clone());
         }
@@ -213,6 +215,34 @@ pub fn plan(objects: &[Value]) -> Result<ExportPlan, ExportError> {
     }
     plan.objects.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(plan)
+}
+
+/// The appliance's workflow conditions (issue 19) that a full Landscaper ignores: the
+/// `landscaper-appliance.io/workflow` annotation (exported, inert there) and the `appliance`
+/// blocks of an Execution's deploy items (dropped: the Execution CRD's schema is closed).
+fn workflow_warnings(key: &ObjectKey, stored: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if matches!(key.kind, Kind::Installation | Kind::Execution)
+        && object::annotations(stored).contains_key(WORKFLOW_ANNOTATION)
+    {
+        out.push(format!(
+            "{key}: the annotation {WORKFLOW_ANNOTATION} (workflow conditions and policies) is an appliance extension that Landscaper ignores"
+        ));
+    }
+    if key.kind == Kind::Execution {
+        let items = stored
+            .pointer("/spec/deployItems")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for item in items.iter().filter(|i| i.get(APPLIANCE_FIELD).is_some()) {
+            out.push(format!(
+                "{key}: deploy item {:?}: the workflow conditions ({APPLIANCE_FIELD}) are an appliance extension that Landscaper does not have; they are left out",
+                item["name"].as_str().unwrap_or_default()
+            ));
+        }
+    }
+    out
 }
 
 /// The object as a cluster should receive it: see the module documentation.
@@ -248,6 +278,14 @@ pub fn for_cluster(kind: Kind, stored: &Value) -> Value {
             ) {
                 out.insert(field.clone(), value.clone());
             }
+        }
+    }
+    if kind == Kind::Execution
+        && let Some(Value::Array(items)) =
+            out.get_mut("spec").and_then(|s| s.get_mut("deployItems"))
+    {
+        for item in items.iter_mut().filter_map(Value::as_object_mut) {
+            item.remove(APPLIANCE_FIELD);
         }
     }
     Value::Object(out)
@@ -811,6 +849,56 @@ mod tests {
                 "# header\napiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Installation\nmetadata:\n  name: root\n  namespace: edge\n"
             ),
             "{yaml}"
+        );
+    }
+
+    #[test]
+    fn warns_about_workflow_conditions_and_drops_them_from_execution_items() {
+        let mut inst = stored_installation();
+        inst["metadata"]["annotations"][WORKFLOW_ANNOTATION] =
+            json!("failurePolicy: ContinueIndependent");
+        let execution = json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1",
+            "kind": "Execution", "metadata": {"name": "exec", "namespace": "edge"},
+            "spec": {"deployItems": [
+                {"name": "a", "type": "t", "appliance": {"reconcilePrecondition": "imports.on"}},
+                {"name": "b", "type": "t"}]}});
+        let plan = plan(&[
+            inst,
+            execution,
+            manifest_file(json!([
+                reference(Kind::Installation, "edge", "root"),
+                reference(Kind::Execution, "edge", "exec")
+            ])),
+        ])
+        .unwrap();
+        assert_eq!(plan.warnings.len(), 2, "{:?}", plan.warnings);
+        assert!(
+            plan.warnings
+                .iter()
+                .any(|w| w.contains(WORKFLOW_ANNOTATION))
+        );
+        assert!(
+            plan.warnings
+                .iter()
+                .any(|w| w.contains("deploy item \"a\""))
+        );
+        let exec = plan
+            .objects
+            .iter()
+            .find(|o| o.key.kind == Kind::Execution)
+            .unwrap();
+        assert_eq!(
+            exec.object["spec"]["deployItems"],
+            json!([{"name": "a", "type": "t"}, {"name": "b", "type": "t"}])
+        );
+        let inst = plan
+            .objects
+            .iter()
+            .find(|o| o.key.kind == Kind::Installation)
+            .unwrap();
+        assert_eq!(
+            inst.object["metadata"]["annotations"][WORKFLOW_ANNOTATION],
+            "failurePolicy: ContinueIndependent"
         );
     }
 

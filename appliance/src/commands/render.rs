@@ -38,9 +38,6 @@ pub fn run(args: &RenderArgs, out: &mut impl Write, warn: &mut impl Write) -> an
         );
     };
     let source = load_source(path)?;
-    for w in source.blueprint.warnings() {
-        writeln!(warn, "warning: {}: {w}", source.origin)?;
-    }
     let namespace = source
         .installation
         .as_ref()
@@ -79,8 +76,34 @@ pub fn run(args: &RenderArgs, out: &mut impl Write, warn: &mut impl Write) -> an
             .with_context(|| format!("{}: resolving the installation's imports", source.origin))?;
     }
     installation_values.extend(given);
+    // A blueprint from a component version (spec.componentDescriptor.ref), resolved as the
+    // controllers resolve it; the runtime stays alive for getResourceContent while rendering.
+    let mut resolved_components = None;
+    let _runtime;
+    let resolved_blueprint;
+    let bp = match (&source.blueprint, &source.installation) {
+        (Some(bp), _) => bp,
+        (None, Some(inst)) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .context("starting the runtime for component resolution")?;
+            let (blueprint, components) =
+                resolve_component_blueprint(&runtime, args, inst, &objects).with_context(|| {
+                    format!("{}: resolving the component version", source.origin)
+                })?;
+            resolved_components = components;
+            resolved_blueprint = blueprint;
+            _runtime = runtime;
+            &resolved_blueprint
+        }
+        (None, None) => bail!("{}: no blueprint", source.origin),
+    };
+    for w in bp.warnings() {
+        writeln!(warn, "warning: {}: {w}", source.origin)?;
+    }
     // Targets given as their spec become Target objects.
-    let bp = &source.blueprint;
     for def in bp.all_imports() {
         if let (Some(t), Some(v)) = (def.import_type(), installation_values.get_mut(&def.name)) {
             normalize_target_value(t, &def.name, v, &namespace);
@@ -102,6 +125,9 @@ pub fn run(args: &RenderArgs, out: &mut impl Write, warn: &mut impl Write) -> an
         Some(inst) => dataflow::installation_bindings(inst, imports),
         None => Bindings::with_imports(imports),
     };
+    if let Some(c) = &resolved_components {
+        c.bind(&mut bindings);
+    }
     // Import executions add bindings to the imports, or fail the import validation.
     let import_executions = render_import_executions(bp, &bindings)
         .with_context(|| format!("{}: rendering failed", source.origin))?;
@@ -226,6 +252,7 @@ pub fn run_template(
             let funcs = landscaper_template_funcs(Components {
                 cd: GoValue::from_json(values.get("cd").unwrap_or(&Value::Null)),
                 list: GoValue::from_json(values.get("components").unwrap_or(&Value::Null)),
+                ..Components::default()
             });
             let files = DirFiles::new(&files_root)?;
             let t = Template::parse(&shown, &text, &funcs).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -317,7 +344,8 @@ fn sorted(v: &Value) -> Value {
 
 /// What `render` works on.
 struct Source {
-    blueprint: Blueprint,
+    /// `None`: the Installation's blueprint comes from its component version.
+    blueprint: Option<Blueprint>,
     installation: Option<Installation>,
     /// Other objects of the Installation's file (DataObjects, Targets, ...).
     objects: MemoryObjects,
@@ -330,7 +358,7 @@ fn load_source(path: &Path) -> anyhow::Result<Source> {
     if path.is_dir() {
         let blueprint = Blueprint::from_dir(path).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         return Ok(Source {
-            blueprint,
+            blueprint: Some(blueprint),
             installation: None,
             objects: MemoryObjects::new(),
             origin,
@@ -363,6 +391,19 @@ fn load_source(path: &Path) -> anyhow::Result<Source> {
     };
     let inst: Installation = from_value(&o.object).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     let name = &o.key.name;
+    let by_component = inst
+        .spec
+        .component_descriptor
+        .as_ref()
+        .is_some_and(|c| c.reference.is_some());
+    if by_component {
+        return Ok(Source {
+            blueprint: None,
+            installation: Some(inst),
+            objects,
+            origin: format!("{origin} (Installation {name})"),
+        });
+    }
     let Some(tree) = inst
         .spec
         .blueprint
@@ -371,21 +412,61 @@ fn load_source(path: &Path) -> anyhow::Result<Source> {
         .and_then(|i| i.filesystem.as_ref())
     else {
         bail!(
-            "{origin}: Installation {name}: only inline blueprints (spec.blueprint.inline.filesystem) can be rendered offline; spec.blueprint.ref needs a component registry"
+            "{origin}: Installation {name}: spec.blueprint.ref needs spec.componentDescriptor.ref (or use spec.blueprint.inline.filesystem)"
         );
     };
     let blueprint = Blueprint::from_yamlfs(tree).map_err(|e| {
         anyhow::anyhow!("{origin}: Installation {name}: spec.blueprint.inline.filesystem: {e}")
     })?;
     Ok(Source {
-        blueprint,
+        blueprint: Some(blueprint),
         installation: Some(inst),
         objects,
         origin: format!("{origin} (Installation {name})"),
     })
 }
 
-/// DataObjects, Targets, ConfigMaps and Secrets of a manifest file or folder.
+/// The blueprint and component versions of an Installation with `spec.componentDescriptor.ref`,
+/// resolved as the daemon does: the archives of `--archives` (default: the `--imports-from`
+/// folder) first, then the repository context; `--offline`: cache and archives only.
+fn resolve_component_blueprint(
+    runtime: &tokio::runtime::Runtime,
+    args: &RenderArgs,
+    inst: &Installation,
+    objects: &MemoryObjects,
+) -> anyhow::Result<(Blueprint, Option<crate::components::InstallationComponents>)> {
+    let folder = args
+        .archives
+        .clone()
+        .or_else(|| args.imports_from.clone().filter(|p| p.is_dir()));
+    let data_dir = args
+        .data
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(crate::config::DEFAULT_DATA_DIR));
+    let root = folder.clone().unwrap_or_else(|| PathBuf::from("."));
+    let (components, resolver) = crate::components::build(
+        crate::components::open_cache(&data_dir),
+        &root,
+        args.offline,
+    );
+    if let Some(folder) = &folder {
+        let walk = scan::walk(folder)
+            .with_context(|| format!("reading the archives folder {}", folder.display()))?;
+        components.set_archives(walk.archives);
+    }
+    let _guard = runtime.enter();
+    runtime
+        .block_on(dataflow::resolve_blueprint(
+            objects,
+            inst,
+            folder.as_deref(),
+            Some(&resolver),
+        ))
+        .map_err(|e| anyhow::anyhow!("{}", e.error().message))
+}
+
+/// DataObjects, Targets, ConfigMaps, Secrets and Contexts (repository contexts) of a manifest
+/// file or folder.
 fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
     let mut files = Vec::new();
     if path.is_dir() {
@@ -409,7 +490,7 @@ fn read_objects(path: &Path) -> anyhow::Result<Vec<Value>> {
         for o in parsed.objects {
             if matches!(
                 o.key.kind,
-                Kind::DataObject | Kind::Target | Kind::ConfigMap | Kind::Secret
+                Kind::DataObject | Kind::Target | Kind::ConfigMap | Kind::Secret | Kind::Context
             ) {
                 out.push(o.object);
             }

@@ -255,16 +255,23 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
         },
         ..Default::default()
     };
+    // The one place the component repositories are built (issue 18).
+    // One content-addressed cache for helm charts and component versions.
+    let cache = crate::components::open_cache(&config.data_dir);
+    let (components, resolver) =
+        crate::components::build(cache.clone(), &config.manifests_dir, false);
     // The one place the deployers are built.
     let deployers = std::sync::Arc::new(deployer_registry(
         &store,
-        &config.data_dir,
+        cache,
         &config.manifests_dir,
+        Some(resolver.clone()),
     ));
     let controller_context =
         crate::daemon::controllers::ControllerContext::new(store.clone(), controller_config)
             .with_deployers(deployers)
-            .with_manifests_dir(config.manifests_dir.clone());
+            .with_manifests_dir(config.manifests_dir.clone())
+            .with_components(resolver);
     let metrics =
         crate::daemon::metrics::Metrics::new(store.clone(), Some(controller_context.clone()));
     let metrics_task = tokio::spawn(metrics.clone().observe(store.clone(), cancel.clone()));
@@ -323,7 +330,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     });
     tracing::info!(%address, tls = config.tls.is_some(), socket = %socket_path.display(), "API listening");
 
-    let ingestor = crate::daemon::ingest::Ingestor::new(
+    let ingestor = crate::daemon::ingest::Ingestor::with_archive_sink(
         store.clone(),
         crate::daemon::ingest::IngestConfig {
             manifests_dir: config.manifests_dir.clone(),
@@ -331,6 +338,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
             max_file_size: config.max_manifest_file_size,
             ..crate::daemon::ingest::IngestConfig::default()
         },
+        crate::components::archive_sink(components),
     );
     let controllers = tokio::spawn(crate::daemon::controllers::run(
         controller_context.clone(),
@@ -389,12 +397,14 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     Ok(())
 }
 
-/// The built-in deployers with the helm deployer (chart cache `<data>/chart-cache`, charts
-/// from the manifests folder, pull secrets and repository credentials from the store).
+/// The built-in deployers with the helm deployer (the shared cache `<data>/chart-cache`,
+/// charts from the manifests folder and from component versions, pull secrets and repository
+/// credentials from the store).
 pub fn deployer_registry(
     store: &Store,
-    data_dir: &Path,
+    cache: Option<std::sync::Arc<landscaper_sources::ChartCache>>,
     manifests_dir: &Path,
+    components: Option<std::sync::Arc<crate::components::ComponentResolver>>,
 ) -> landscaper_deployers::DeployerRegistry {
     let mut registry = landscaper_deployers::DeployerRegistry::builtin();
     let secrets_store = store.clone();
@@ -410,9 +420,19 @@ pub fn deployer_registry(
                 data: secret.decoded_data(),
             })
         });
-    let helm = landscaper_deployers::HelmDeployer::with_cache_dir(data_dir.join("chart-cache"))
+    let sources = landscaper_sources::ChartSources::with_shared_cache(
+        std::sync::Arc::new(landscaper_sources::http::HyperTransport::new()),
+        cache,
+        landscaper_sources::SourcesConfig::default(),
+    );
+    let mut helm = landscaper_deployers::HelmDeployer::new(sources)
         .with_manifests_dir(manifests_dir.to_path_buf())
         .with_secrets(secrets);
+    if let Some(resolver) = components {
+        helm = helm.with_component_charts(std::sync::Arc::new(
+            crate::components::ComponentChartsAdapter(resolver),
+        ));
+    }
     if let Err(e) = registry.register(std::sync::Arc::new(helm)) {
         tracing::warn!(error = %e, "helm deployer not registered");
     }

@@ -20,6 +20,7 @@
 //!           ─► value exports (jsonPath over the render values) merged with resource exports
 //! ```
 
+pub mod components;
 pub mod config;
 pub mod hooks;
 pub mod lookup;
@@ -77,6 +78,7 @@ pub struct HelmDeployer {
     sources: Option<ChartSources>,
     manifests_dir: Option<PathBuf>,
     secrets: Option<SecretReader>,
+    components: Option<Arc<dyn components::ComponentCharts>>,
 }
 
 impl HelmDeployer {
@@ -88,6 +90,7 @@ impl HelmDeployer {
             sources: Some(sources),
             manifests_dir: None,
             secrets: None,
+            components: None,
         }
     }
 
@@ -120,6 +123,15 @@ impl HelmDeployer {
 
     pub fn with_secrets(mut self, secrets: SecretReader) -> HelmDeployer {
         self.secrets = Some(secrets);
+        self
+    }
+
+    /// Component repositories, for `chart.resourceRef`.
+    pub fn with_component_charts(
+        mut self,
+        charts: Arc<dyn components::ComponentCharts>,
+    ) -> HelmDeployer {
+        self.components = Some(charts);
         self
     }
 }
@@ -411,6 +423,16 @@ fn source_error(chart: &str, e: &SourceError) -> DeployerError {
     } else {
         DeployerError::new(TEMPLATE_OPERATION, "GetHelmChart", message)
     }
+}
+
+/// Whether `chart` names its chart by `resourceRef` only (the other sources take precedence,
+/// as in Landscaper's `GetChart`).
+fn uses_resource_ref(spec: &landscaper_sources::ChartSpec) -> bool {
+    !spec.resource_ref.is_empty()
+        && spec.reference.is_empty()
+        && spec.archive.is_none()
+        && spec.helm_chart_repo.is_none()
+        && spec.from_resource.is_none()
 }
 
 /// How the chart is named in messages.
@@ -799,6 +821,36 @@ impl HelmDeployer {
         config: &ProviderConfiguration,
     ) -> Result<FetchedChart, DeployerError> {
         let name = chart_name(&config.chart);
+        if let Some(charts) = &self.components
+            && uses_resource_ref(&config.chart)
+        {
+            let ctx = self.fetch_context(request)?;
+            let chart = charts
+                .chart_by_resource_key(
+                    &config.chart.resource_ref,
+                    request.context.repository_context.as_ref(),
+                    &ctx.pull_secrets,
+                )
+                .await
+                .map_err(components::chart_error)?;
+            let what = format!("chart of {}", chart.origin);
+            landscaper_sources::archive::check_chart_archive(
+                &what,
+                &chart.tgz,
+                landscaper_sources::SourcesConfig::default()
+                    .max_artifact_bytes
+                    .saturating_mul(4),
+            )
+            .map_err(|e| source_error(&name, &e))?;
+            return Ok(FetchedChart {
+                digest: landscaper_sources::archive::sha256_digest(&chart.tgz),
+                content: ChartContent::Archive(chart.tgz),
+                origin: landscaper_sources::Origin {
+                    source: chart.origin,
+                    from_cache: chart.from_cache,
+                },
+            });
+        }
         let Some(sources) = &self.sources else {
             return Err(DeployerError::new(
                 TEMPLATE_OPERATION,

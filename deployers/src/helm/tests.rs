@@ -196,3 +196,83 @@ fn render_failures_and_missing_charts_name_the_chart_and_cause() {
     );
     assert!(cluster.objects().is_empty(), "nothing applied");
 }
+
+/// Component charts from a map key → chart; records the repository contexts asked with.
+struct FakeComponentCharts {
+    charts: Vec<(String, Vec<u8>)>,
+    asked: std::sync::Mutex<Vec<Option<Value>>>,
+}
+
+impl components::ComponentCharts for FakeComponentCharts {
+    fn chart_by_resource_key<'a>(
+        &'a self,
+        key: &'a str,
+        repository_context: Option<&'a Value>,
+        _pull_secrets: &'a [SecretData],
+    ) -> BoxFuture<'a, Result<components::ComponentChart, components::ComponentChartError>> {
+        self.asked.lock().unwrap().push(repository_context.cloned());
+        let found = self.charts.iter().find(|(k, _)| k == key).cloned();
+        Box::pin(async move {
+            match found {
+                Some((k, tgz)) => Ok(components::ComponentChart {
+                    tgz,
+                    origin: format!("resource {k}"),
+                    from_cache: true,
+                }),
+                None => Err(components::ComponentChartError {
+                    message: format!("component example.com/app:1.0.0: resource {key:?} not found"),
+                    retryable: false,
+                }),
+            }
+        })
+    }
+}
+
+#[test]
+fn resource_ref_charts_come_from_component_charts_with_the_contexts_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Arc::new(FakeCluster::new());
+    let charts = Arc::new(FakeComponentCharts {
+        charts: vec![("S0VZ".into(), demo_chart_tgz())],
+        asked: Default::default(),
+    });
+    let deployer = deployer(&cluster, dir.path()).with_component_charts(charts.clone());
+    let repo = json!({"type": "ociRegistry", "baseUrl": "127.0.0.1:5000"});
+    let context = crate::DeployContext {
+        repository_context: Some(repo.clone()),
+        ..crate::DeployContext::empty("landscaper-examples")
+    };
+    let item = item(config(json!({"chart": {"resourceRef": "S0VZ"}})));
+    let mut request = DeployRequest::new(&item, None);
+    request.context = &context;
+    let result = block_on(deployer.reconcile(request)).unwrap();
+    assert_eq!(result.phase, Some(Phase::Succeeded), "{result:?}");
+    assert_eq!(*charts.asked.lock().unwrap(), vec![Some(repo)]);
+
+    // An unknown key: a configuration problem naming the resource.
+    let item = self::item(config(json!({"chart": {"resourceRef": "T1RIRVI="}})));
+    let mut request = DeployRequest::new(&item, None);
+    request.context = &context;
+    let err = block_on(deployer.reconcile(request)).unwrap_err();
+    assert!(
+        err.message.contains(
+            "chart.resourceRef: component example.com/app:1.0.0: resource \"T1RIRVI=\" not found"
+        ),
+        "{err:?}"
+    );
+    assert!(err.has_code(ERR_CONFIGURATION_PROBLEM), "{err:?}");
+}
+
+/// The `.tgz` of the chart [`write_chart`] writes, as a component resource holds it.
+fn demo_chart_tgz() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    write_chart(dir.path());
+    let mut builder = tar::Builder::new(Vec::new());
+    builder
+        .append_dir_all("demo", dir.path().join("charts/demo"))
+        .unwrap();
+    let tar = builder.into_inner().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &tar).unwrap();
+    gz.finish().unwrap()
+}

@@ -220,6 +220,17 @@ impl Blueprint {
         Loader::new(fs).load()
     }
 
+    /// Loads the blueprint at the root of `fs`, resolving `cd://` references of its import
+    /// and export schemas with `cd` (a blueprint from a component version).
+    pub fn from_fs_with_components(
+        fs: BlueprintFs,
+        cd: std::sync::Arc<dyn crate::schema::CdSchemas>,
+    ) -> Result<Blueprint, BlueprintError> {
+        let mut loader = Loader::new(fs);
+        loader.cd = Some(cd);
+        loader.load()
+    }
+
     /// Loads a blueprint directory from disk.
     pub fn from_dir(dir: &Path) -> Result<Blueprint, BlueprintError> {
         Blueprint::from_fs(BlueprintFs::from_dir(dir)?)
@@ -325,6 +336,8 @@ impl Blueprint {
 
 struct Loader {
     fs: BlueprintFs,
+    /// Resolves `cd://` schema references (blueprints from component versions).
+    cd: Option<std::sync::Arc<dyn crate::schema::CdSchemas>>,
     text: String,
     locator: Option<Locator>,
     /// Problems that make the blueprint unusable (decoding).
@@ -354,6 +367,7 @@ impl Loader {
     fn new(fs: BlueprintFs) -> Loader {
         Loader {
             fs,
+            cd: None,
             text: String::new(),
             locator: None,
             issues: Vec::new(),
@@ -661,7 +675,8 @@ impl Loader {
         collect(&document.imports, &[key("imports")], &mut all);
         for (p, def) in all {
             let Some(schema) = &def.schema else { continue };
-            let ctx = ReferenceContext::new(&document.local_types, Some(&self.fs));
+            let ctx = ReferenceContext::new(&document.local_types, Some(&self.fs))
+                .with_cd(self.cd.as_deref());
             let compiled = CompiledSchema::compile(schema, &ctx).map_err(|e| {
                 self.located(
                     &child(&p, key("schema")),
@@ -680,7 +695,8 @@ impl Loader {
         let mut out = BTreeMap::new();
         for (i, def) in document.exports.iter().enumerate() {
             let Some(schema) = &def.schema else { continue };
-            let ctx = ReferenceContext::new(&document.local_types, Some(&self.fs));
+            let ctx = ReferenceContext::new(&document.local_types, Some(&self.fs))
+                .with_cd(self.cd.as_deref());
             let compiled = CompiledSchema::compile(schema, &ctx).map_err(|e| {
                 self.located(
                     &[key("exports"), idx(i), key("schema")],
@@ -824,7 +840,12 @@ impl Loader {
                     ),
                 )),
                 (None, false) => match load_installation_template_file(&self.fs, &sub.file) {
-                    Ok(t) => out.push(t),
+                    Ok(mut t) => {
+                        if t.appliance.is_none() {
+                            t.appliance = sub.appliance.clone();
+                        }
+                        out.push(t)
+                    }
                     Err(e) => {
                         for mut issue in e.issues {
                             issue.message = format!(

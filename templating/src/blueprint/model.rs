@@ -302,6 +302,10 @@ pub struct SubinstallationTemplate {
     pub file: String,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub template: Option<InstallationTemplate>,
+    /// The appliance's workflow block of a `file` entry (an inline template carries its own);
+    /// it applies to the file's template unless that has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub appliance: Option<landscaper_model::WorkflowExtension>,
 }
 
 const INSTALLATION_TEMPLATE_FIELDS: &[&str] = &[
@@ -333,6 +337,13 @@ impl<'de> Deserialize<'de> for SubinstallationTemplate {
         let inline = INSTALLATION_TEMPLATE_FIELDS
             .iter()
             .any(|k| v.get(*k).is_some());
+        let appliance = match v.get(landscaper_model::workflow::APPLIANCE_FIELD) {
+            Some(a) if !inline && !a.is_null() => Some(
+                serde_json::from_value(a.clone())
+                    .map_err(|e| serde::de::Error::custom(format!("appliance: {e}")))?,
+            ),
+            _ => None,
+        };
         let template = if inline {
             let mut rest = v;
             rest.remove("file");
@@ -343,7 +354,11 @@ impl<'de> Deserialize<'de> for SubinstallationTemplate {
         } else {
             None
         };
-        Ok(SubinstallationTemplate { file, template })
+        Ok(SubinstallationTemplate {
+            file,
+            template,
+            appliance,
+        })
     }
 }
 
@@ -385,6 +400,11 @@ pub struct InstallationTemplate {
     pub export_data_mappings: Option<BTreeMap<String, Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimization: Option<Optimization>,
+    /// The appliance's workflow conditions and policies (`landscaper_model::workflow`); not
+    /// Landscaper's, which ignores it. Not in [`INSTALLATION_TEMPLATE_FIELDS`]: alone it does not
+    /// make an inline template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appliance: Option<landscaper_model::WorkflowExtension>,
 }
 
 fn is_empty_imports(i: &InstallationImports) -> bool {

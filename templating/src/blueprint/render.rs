@@ -13,7 +13,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use landscaper_model::{DeployItemTemplate, Duration, ObjectReference, OnDeleteConfig};
+use landscaper_model::{
+    DeployItemTemplate, Duration, ObjectReference, OnDeleteConfig, WorkflowExtension,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -69,6 +71,8 @@ pub struct Bindings {
     pub state: BTreeMap<String, Value>,
     /// The budget of each execution (both engines).
     pub budget: RenderBudget,
+    /// Resource bytes for `getResourceKey` and `getResourceContent`.
+    pub resources: crate::resources::Resources,
 }
 
 impl Bindings {
@@ -99,6 +103,7 @@ impl Bindings {
         Components {
             cd: GoValue::from_json(&self.cd),
             list: GoValue::from_json(&self.components),
+            resources: self.resources.clone(),
         }
     }
 }
@@ -176,6 +181,9 @@ pub struct DeployItemSpecification {
     pub update_on_change_only: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_delete: Option<OnDeleteConfig>,
+    /// The appliance's workflow conditions (`landscaper_model::workflow`); not Landscaper's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appliance: Option<WorkflowExtension>,
 }
 
 /// Result of the deploy executions.
@@ -480,7 +488,7 @@ impl<'a> Pass<'a> {
             .spiff_functions
             .get_or_insert_with(|| {
                 let null = Value::Null;
-                spiff::landscaper_functions(
+                let mut f = spiff::landscaper_functions(
                     self.values.get("cd").unwrap_or(&null),
                     self.values.get("components").unwrap_or(&null),
                     self.blueprint
@@ -488,7 +496,9 @@ impl<'a> Pass<'a> {
                         .annotations
                         .get(spiff::OCM_SCHEMA_VERSION_ANNOTATION)
                         .map(String::as_str),
-                )
+                );
+                spiff::register_resource_functions(&mut f, self.components.resources.clone());
+                f
             })
             .clone();
         let options = SpiffOptions {
@@ -661,6 +671,7 @@ const DEPLOY_ITEM_FIELDS: &[&str] = &[
     "timeout",
     "updateOnChangeOnly",
     "onDelete",
+    landscaper_model::workflow::APPLIANCE_FIELD,
 ];
 const TARGET_FIELDS: &[&str] = &["name", "import", "index", "key"];
 const ON_DELETE_FIELDS: &[&str] = &["skipUninstallIfClusterRemoved"];
@@ -1340,6 +1351,7 @@ pub fn resolve_deploy_items(
             timeout: item.timeout.clone(),
             update_on_change_only: item.update_on_change_only.then_some(true),
             on_delete: item.on_delete.clone(),
+            appliance: item.appliance.clone(),
         });
     }
     Ok(out)

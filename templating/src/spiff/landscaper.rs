@@ -67,14 +67,38 @@ pub fn landscaper_functions(
         let [_, version] = oci_ref(args)?;
         Ok(Value::String(version))
     });
+    register_resource_functions(&mut f, crate::resources::Resources::default());
     for &name in UNSUPPORTED {
         f.register(name, move |_| {
             Err(format!(
-                "{name} is not supported in the appliance (it needs OCM or cluster access)"
+                "{name} is not supported in the appliance (it needs cluster access)"
             ))
         });
     }
     f
+}
+
+/// Registers `getResourceKey` and `getResourceContent` over `resources` (replacing earlier
+/// registrations): one string argument, a `cd://` URI or a relative resource reference.
+pub fn register_resource_functions(f: &mut SpiffFunctions, resources: crate::resources::Resources) {
+    for name in ["getResourceKey", "getResourceContent"] {
+        let r = resources.clone();
+        f.register(name, move |args| {
+            let [arg] = args else {
+                return Err(format!(
+                    "{name}: expected 1 argument (a resource reference)"
+                ));
+            };
+            let Some(reference) = arg.as_str() else {
+                return Err(format!("{name}: invalid argument: string expected"));
+            };
+            if name == "getResourceKey" {
+                r.key(name, reference).map(Value::String)
+            } else {
+                r.content(name, reference).map(Value::String)
+            }
+        });
+    }
 }
 
 /// The argument handling of Landscaper's `parseOCIReference`, `getOCIReferenceRepository` and

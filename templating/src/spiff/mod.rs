@@ -40,7 +40,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
 
-pub use landscaper::{OCM_SCHEMA_VERSION_ANNOTATION, landscaper_functions};
+pub use landscaper::{
+    OCM_SCHEMA_VERSION_ANNOTATION, landscaper_functions, register_resource_functions,
+};
 
 use crate::budget::{self, RenderBudget};
 

@@ -76,6 +76,8 @@ pub struct ControllerContext {
     pub deployers: Arc<DeployerRegistry>,
     /// The manifests folder, for blueprints referenced by a local directory.
     pub manifests_dir: Option<std::path::PathBuf>,
+    /// Component repositories (`spec.componentDescriptor.ref`), when configured.
+    pub components: Option<Arc<crate::components::ComponentResolver>>,
     /// The work queues, once the controllers run (for reconcile events between objects).
     queues: Arc<std::sync::OnceLock<Queues>>,
 }
@@ -89,6 +91,7 @@ impl ControllerContext {
             config: Arc::new(config),
             deployers: Arc::new(DeployerRegistry::builtin()),
             manifests_dir: None,
+            components: None,
             queues: Arc::new(std::sync::OnceLock::new()),
         }
     }
@@ -110,6 +113,14 @@ impl ControllerContext {
 
     pub fn with_manifests_dir(mut self, dir: std::path::PathBuf) -> ControllerContext {
         self.manifests_dir = Some(dir);
+        self
+    }
+
+    pub fn with_components(
+        mut self,
+        components: Arc<crate::components::ComponentResolver>,
+    ) -> ControllerContext {
+        self.components = Some(components);
         self
     }
 

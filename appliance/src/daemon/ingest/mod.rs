@@ -121,7 +121,12 @@ struct Inner {
     state: tokio::sync::Mutex<Option<State>>,
     /// Objects whose deletion some file waits for, for the watch loop.
     awaited: std::sync::Mutex<HashSet<ObjectKey>>,
+    /// Told the OCM transport archives of every full walk.
+    archive_sink: Option<ArchiveSink>,
 }
+
+/// Receives the transport archives found in the folder (absolute paths, sorted).
+pub type ArchiveSink = Arc<dyn Fn(Vec<PathBuf>) + Send + Sync>;
 
 /// Conflicts (a controller wrote an object between planning and commit) are retried this often
 /// within one scan, with growing pauses from `RETRY_BACKOFF`; later scans try again anyway.
@@ -144,6 +149,20 @@ impl Ingestor {
                 store,
                 state: tokio::sync::Mutex::new(None),
                 awaited: std::sync::Mutex::new(HashSet::new()),
+                archive_sink: None,
+            }),
+        }
+    }
+
+    /// An ingestor that tells `sink` the transport archives of every full walk.
+    pub fn with_archive_sink(store: Store, config: IngestConfig, sink: ArchiveSink) -> Ingestor {
+        Ingestor {
+            inner: Arc::new(Inner {
+                config,
+                store,
+                state: tokio::sync::Mutex::new(None),
+                awaited: std::sync::Mutex::new(HashSet::new()),
+                archive_sink: Some(sink),
             }),
         }
     }
@@ -208,6 +227,7 @@ impl Ingestor {
         let max_file_size = self.inner.config.max_file_size;
         let store = self.inner.store.clone();
         let now = format_time(jiff::Timestamp::now());
+        let archive_sink = self.inner.archive_sink.clone();
         let (mut state, planned) = tokio::task::spawn_blocking(move || {
             let planned = (|| {
                 let read_started = Instant::now();
@@ -217,6 +237,9 @@ impl Ingestor {
                             path: root.display().to_string(),
                             source,
                         })?;
+                        if let Some(sink) = &archive_sink {
+                            sink(walk.archives.clone());
+                        }
                         let contents = scan::read_files(&walk.files, max_file_size, |rel, sha| {
                             state.must_parse(rel, sha)
                         });

@@ -36,6 +36,10 @@ pub struct Walk {
     /// Directories (relative, `/`-terminated; `""` for the root) that could not be read: files
     /// known under them are kept as they are instead of being treated as removed.
     pub unreadable: Vec<String>,
+    /// OCM transport archives (issue 18): CTF directories (`artifact-index.json`), component
+    /// archive directories (`component-descriptor.yaml`) and `.tar`/`.tgz`/`.tar.gz` files;
+    /// absolute paths, sorted. Their files are not manifests.
+    pub archives: Vec<PathBuf>,
 }
 
 impl Walk {
@@ -65,6 +69,7 @@ pub fn walk(root: &Path) -> io::Result<Walk> {
     visited.insert((meta.dev(), meta.ino()));
     walk_dir(root, "", &mut ancestors, &mut visited, &mut walk);
     walk.files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    walk.archives.sort();
     Ok(walk)
 }
 
@@ -72,6 +77,17 @@ pub fn walk(root: &Path) -> io::Result<Walk> {
 const BLUEPRINT_FILE: &str = "blueprint.yaml";
 /// The file that makes a directory a Helm chart (`local://charts/NAME`), skipped by the scan.
 const CHART_FILE: &str = "Chart.yaml";
+
+/// Files that make a directory an OCM transport archive: a CTF's index, a component archive's
+/// descriptor.
+const ARCHIVE_DIR_MARKERS: &[&str] = &["artifact-index.json", "component-descriptor.yaml"];
+
+/// A CTF or component archive as one file.
+pub fn is_archive_file_name(name: &str) -> bool {
+    [".tar", ".tgz", ".tar.gz"]
+        .iter()
+        .any(|suffix| name.len() > suffix.len() && name.ends_with(suffix))
+}
 
 fn walk_dir(
     dir: &Path,
@@ -111,6 +127,15 @@ fn walk_dir(
     // A blueprint directory or a chart directory (referenced by `local://<path>`) holds
     // templates, not manifests.
     if !prefix.is_empty() && names.iter().any(|n| n == BLUEPRINT_FILE || n == CHART_FILE) {
+        return;
+    }
+    // An OCM transport archive as a directory: a repository, not manifests.
+    if !prefix.is_empty()
+        && names
+            .iter()
+            .any(|n| ARCHIVE_DIR_MARKERS.contains(&n.as_str()))
+    {
+        walk.archives.push(dir.to_path_buf());
         return;
     }
     let skip_markers: HashSet<&str> = names
@@ -160,6 +185,10 @@ fn walk_dir(
             ancestors.push(id);
             walk_dir(&path, &format!("{rel}/"), ancestors, visited, walk);
             ancestors.pop();
+        } else if meta.is_file() && is_archive_file_name(name) {
+            if !skip_markers.contains(name.as_str()) {
+                walk.archives.push(path);
+            }
         } else if meta.is_file() && is_manifest_name(name) {
             walk.files.push(Found {
                 skipped: skip_markers.contains(name.as_str()),
@@ -297,6 +326,40 @@ mod tests {
         let walk = walk(root).unwrap();
         let found: Vec<_> = walk.files.iter().map(|f| f.rel.as_str()).collect();
         assert_eq!(found, ["inst.yaml"]);
+    }
+
+    #[test]
+    fn transport_archives_are_found_and_not_read_as_manifests() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("ctf/blobs")).unwrap();
+        std::fs::create_dir_all(root.join("ca/blobs")).unwrap();
+        for f in [
+            "inst.yaml",
+            "ctf/artifact-index.json",
+            "ctf/blobs/sha256.00",
+            "ca/component-descriptor.yaml",
+            "mirror.tgz",
+            "mirror2.tar.gz",
+            "plain.tar",
+            "disabled.tar",
+            "disabled.tar.skip",
+            ".tar",
+        ] {
+            std::fs::write(root.join(f), "x").unwrap();
+        }
+        let walk = walk(root).unwrap();
+        let found: Vec<_> = walk.files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(found, ["inst.yaml"]);
+        let archives: Vec<_> = walk
+            .archives
+            .iter()
+            .map(|p| p.strip_prefix(root).unwrap().to_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            archives,
+            ["ca", "ctf", "mirror.tgz", "mirror2.tar.gz", "plain.tar"]
+        );
     }
 
     #[test]

@@ -25,12 +25,12 @@ pub struct Components {
     /// All resolved component descriptors: a v2 `ComponentDescriptorList` map
     /// (`{meta, components: […]}`) or a plain list of descriptors.
     pub list: Value,
+    /// `getResourceKey` and `getResourceContent` read resources through it.
+    pub resources: crate::resources::Resources,
 }
 
-/// The functions that need clusters or OCM access; they fail in the appliance.
+/// The functions that need cluster access; they fail in the appliance.
 pub const UNSUPPORTED: &[&str] = &[
-    "getResourceKey",
-    "getResourceContent",
     "getShootAdminKubeconfig",
     "getShootAdminKubeconfigWithExpirationTimestamp",
     "getServiceAccountKubeconfig",
@@ -160,10 +160,26 @@ pub fn landscaper(components: Components) -> FuncMap {
             _ => Value::empty_map(),
         })
     });
+    let c = comps.clone();
+    m.insert("getResourceKey", Arity::Exact(1), move |_, a| {
+        let reference = args::string(&a[0])?;
+        c.resources
+            .key("getResourceKey", &reference)
+            .map(s)
+            .map_err(FuncError::new)
+    });
+    let c = comps.clone();
+    m.insert("getResourceContent", Arity::Exact(1), move |_, a| {
+        let reference = args::string(&a[0])?;
+        c.resources
+            .content("getResourceContent", &reference)
+            .map(s)
+            .map_err(FuncError::new)
+    });
     for &name in UNSUPPORTED {
         m.insert(name, Arity::AtLeast(0), move |_, _| {
             Err(FuncError::new(format!(
-                "{name} is not supported in the appliance (it needs OCM or cluster access)"
+                "{name} is not supported in the appliance (it needs cluster access)"
             )))
         });
     }
@@ -183,6 +199,8 @@ const PARAMS: &[(&str, &[GoType])] = &[
     ("parseOCIRef", &[GoType::String]),
     ("ociRefRepo", &[GoType::String]),
     ("ociRefVersion", &[GoType::String]),
+    ("getResourceKey", &[GoType::String]),
+    ("getResourceContent", &[GoType::String]),
 ];
 
 /// The message of `getResource` and `getResources` without a component descriptor.

@@ -439,6 +439,8 @@ pub struct InitView {
     /// (b) Whether the Context of `spec.context` exists (`true` when none is required).
     pub context_exists: Option<Result<bool, PhaseError>>,
     pub blueprint: Option<Result<Blueprint, PhaseError>>,
+    /// The resolved component versions of `spec.componentDescriptor.ref` (with the blueprint).
+    pub components: Option<crate::components::InstallationComponents>,
     /// (c) Siblings exporting what this installation exports ([`needs_duplicate_check`]).
     pub exporters: Option<Result<Vec<Installation>, PhaseError>>,
     /// Siblings this installation transitively waits for ([`needs_predecessor_check`]).
@@ -465,6 +467,7 @@ pub struct CompletingView {
     pub context_objects: Option<Result<Vec<Value>, PhaseError>>,
     /// (b) Blueprint and import values (for the imports hash).
     pub blueprint: Option<Result<Blueprint, PhaseError>>,
+    pub components: Option<crate::components::InstallationComponents>,
     pub values: Option<Result<Map<String, Value>, PhaseError>>,
     /// (c) The exports, rendered from the deploy items' exports and the own scope.
     pub exports: Option<Result<Map<String, Value>, PhaseError>>,
@@ -1396,8 +1399,15 @@ fn phase_init(
     }
     for template in &rendered.subinstallations {
         let current = existing.get(&template.name).copied();
-        let sub = subinstallation_object(inst, value, template, current, from_secret)
-            .map_err(|m| PhaseError::Fatal(LsError::new(OP, "EnsureSubinstallations", m)))?;
+        let sub = subinstallation_object(
+            inst,
+            value,
+            template,
+            current,
+            from_secret,
+            rendered.component_blueprints.get(&template.name),
+        )
+        .map_err(|m| PhaseError::Fatal(LsError::new(OP, "EnsureSubinstallations", m)))?;
         match current {
             Some(current) => {
                 active.push(SubNamePair {

@@ -460,6 +460,7 @@ mod steps {
                 own_exports: Some(Ok(Vec::new())),
                 context_exists: Some(Ok(true)),
                 blueprint: Some(Ok(blueprint())),
+                components: None,
                 exporters: Some(Ok(Vec::new())),
                 predecessors: Some(Ok(Vec::new())),
                 values: Some(Ok(serde_json::Map::new())),
@@ -468,6 +469,7 @@ mod steps {
                     RenderedSubobjects {
                         deploy_items: items,
                         subinstallations: Vec::new(),
+                        component_blueprints: BTreeMap::new(),
                     },
                 ))),
                 from_secret: Some(Ok(false)),
@@ -1007,6 +1009,7 @@ mod steps {
             completing: Some(CompletingView {
                 context_objects: Some(Ok(Vec::new())),
                 blueprint: Some(Ok(blueprint())),
+                components: None,
                 values: Some(Ok(serde_json::Map::new())),
                 exports: Some(Ok(exports)),
                 from_secret: Some(Ok(false)),

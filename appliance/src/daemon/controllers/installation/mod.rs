@@ -14,6 +14,7 @@ mod sequences;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use landscaper_store::model::constants::*;
@@ -27,6 +28,7 @@ use super::ControllerContext;
 use super::jobs::{self, WaitIntervals};
 use super::lserror::{LsError, PhaseError};
 use super::runtime::{Outcome, ReconcileError, Reconciler};
+use crate::components::ComponentResolver;
 
 pub struct InstallationReconciler {
     context: ControllerContext,
@@ -47,6 +49,7 @@ impl InstallationReconciler {
 pub async fn load_view<S>(
     source: &S,
     manifests_dir: Option<&std::path::Path>,
+    components: Option<&Arc<ComponentResolver>>,
     value: &Value,
     inst: &Installation,
 ) -> Result<View, ReconcileError>
@@ -80,10 +83,21 @@ where
                 Some(Ok(c)) => c.execution.is_some(),
                 _ => true,
             };
-            view.init = Some(load_init(source, manifests_dir, value, inst, owns_execution).await)
+            view.init = Some(
+                load_init(
+                    source,
+                    manifests_dir,
+                    components,
+                    value,
+                    inst,
+                    owns_execution,
+                )
+                .await,
+            )
         }
         Needs::Completing => {
-            view.completing = Some(load_completing(source, manifests_dir, value, inst).await)
+            view.completing =
+                Some(load_completing(source, manifests_dir, components, value, inst).await)
         }
         Needs::InitDelete => {
             if let Some(Ok(importers)) = &view.importers {
@@ -106,6 +120,7 @@ where
 async fn load_init<S>(
     source: &S,
     manifests_dir: Option<&std::path::Path>,
+    components: Option<&Arc<ComponentResolver>>,
     value: &Value,
     inst: &Installation,
     owns_execution: bool,
@@ -144,7 +159,12 @@ where
     if !keep(&mut v.context_exists, context) {
         return v;
     }
-    let blueprint = dataflow::load_blueprint(inst, manifests_dir);
+    let blueprint = dataflow::resolve_blueprint(store, inst, manifests_dir, components)
+        .await
+        .map(|(blueprint, resolved)| {
+            v.components = resolved;
+            blueprint
+        });
     if !keep(&mut v.blueprint, blueprint) {
         return v;
     }
@@ -175,9 +195,16 @@ where
     };
     let rendered = {
         let (inst, blueprint) = (inst.clone(), blueprint.clone());
+        let components = v.components.clone();
         render_off_async_workers(OP, move || {
-            let bindings = dataflow::construct_blueprint_imports(&inst, &blueprint, &values)?;
-            let rendered = dataflow::render_subobjects(&inst, &blueprint, &bindings)?;
+            let bindings = dataflow::construct_blueprint_imports(
+                &inst,
+                &blueprint,
+                &values,
+                components.as_ref(),
+            )?;
+            let mut rendered = dataflow::render_subobjects(&inst, &blueprint, &bindings)?;
+            dataflow::resolve_component_blueprints(&mut rendered, components.as_ref())?;
             Ok((bindings, rendered))
         })
         .await
@@ -219,6 +246,7 @@ where
 async fn load_completing<S>(
     source: &S,
     manifests_dir: Option<&std::path::Path>,
+    components: Option<&Arc<ComponentResolver>>,
     value: &Value,
     inst: &Installation,
 ) -> CompletingView
@@ -239,7 +267,12 @@ where
     if !keep(&mut v.context_objects, objects) {
         return v;
     }
-    let blueprint = dataflow::load_blueprint(inst, manifests_dir);
+    let blueprint = dataflow::resolve_blueprint(store, inst, manifests_dir, components)
+        .await
+        .map(|(blueprint, resolved)| {
+            v.components = resolved;
+            blueprint
+        });
     let Some(blueprint) = kept(&mut v.blueprint, blueprint) else {
         return v;
     };
@@ -253,8 +286,14 @@ where
     };
     let exports = {
         let (store, inst) = (store.clone(), inst.clone());
+        let components = v.components.clone();
         render_off_async_workers(OP, move || {
-            let bindings = dataflow::construct_blueprint_imports(&inst, &blueprint, &values)?;
+            let bindings = dataflow::construct_blueprint_imports(
+                &inst,
+                &blueprint,
+                &values,
+                components.as_ref(),
+            )?;
             dataflow::construct_exports(&store, &inst, &blueprint, &bindings)
         })
         .await
@@ -398,6 +437,9 @@ impl Reconciler for InstallationReconciler {
                     Some(v) => v,
                     None => {
                         self.waits.forget(key);
+                        if let Some(c) = &self.context.components {
+                            c.unpin(&dataflow::pin_owner_of(&key.namespace, &key.name));
+                        }
                         return Ok(Outcome::Done);
                     }
                 },
@@ -414,6 +456,7 @@ impl Reconciler for InstallationReconciler {
             let view = load_view(
                 &snapshot,
                 self.context.manifests_dir.as_deref(),
+                self.context.components.as_ref(),
                 &value,
                 &inst,
             )

@@ -205,7 +205,7 @@ fn reconcile(rt: &tokio::runtime::Runtime, world: &mut World, name: &str) -> Res
         };
         let inst: Installation = from_value(&value).map_err(|e| e.to_string())?;
         let view = rt
-            .block_on(super::load_view(&world.objects, None, &value, &inst))
+            .block_on(super::load_view(&world.objects, None, None, &value, &inst))
             .map_err(|e| e.to_string())?;
         let now = Now {
             time: "2030-01-01T00:00:00Z".into(),

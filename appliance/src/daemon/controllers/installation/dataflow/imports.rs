@@ -250,6 +250,7 @@ pub fn construct_blueprint_imports(
     inst: &Installation,
     blueprint: &Blueprint,
     values: &Map<String, Value>,
+    components: Option<&crate::components::InstallationComponents>,
 ) -> Result<Bindings, PhaseError> {
     const OP: &str = "ConstructImports";
     let mapped = match inst.spec.import_data_mappings.as_ref() {
@@ -265,6 +266,9 @@ pub fn construct_blueprint_imports(
     let imports = construct_imports(blueprint, values, &mapped)
         .map_err(|e| fatal(OP, "ConstructImports", e.to_string()))?;
     let mut bindings = installation_bindings(inst, imports);
+    if let Some(c) = components {
+        c.bind(&mut bindings);
+    }
     let executed = render_import_executions(blueprint, &bindings)
         .map_err(|e| fatal(OP, "RenderImportExecutions", e.to_string()))?;
     for (k, v) in executed.bindings {

@@ -20,6 +20,63 @@ use crate::daemon::controllers::lserror::PhaseError;
 pub struct RenderedSubobjects {
     pub deploy_items: Vec<landscaper_store::model::DeployItemTemplate>,
     pub subinstallations: Vec<InstallationTemplate>,
+    /// Subinstallation templates with `blueprint.ref: cd://…`, by template name: the
+    /// component version owning the blueprint resource ([`resolve_component_blueprints`]).
+    pub component_blueprints: BTreeMap<String, ComponentBlueprint>,
+}
+
+/// Where a subinstallation's `cd://` blueprint lives (FORMATS.md §9a): the component version
+/// that owns the resource, in the parent's repository context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComponentBlueprint {
+    pub repository_context: Value,
+    pub component_name: String,
+    pub version: String,
+    pub resource_name: String,
+}
+
+/// Resolves the `cd://` blueprint references of the rendered subinstallations from the
+/// parent's resolved component versions (Landscaper's
+/// `GetBlueprintDefinitionFromInstallationTemplate`).
+pub fn resolve_component_blueprints(
+    rendered: &mut RenderedSubobjects,
+    components: Option<&crate::components::InstallationComponents>,
+) -> Result<(), PhaseError> {
+    const OP: &str = "CreateImportsAndSubobjects";
+    for template in &rendered.subinstallations {
+        let reference = template.blueprint.reference.as_str();
+        if !reference.starts_with("cd://") {
+            continue;
+        }
+        let Some(c) = components else {
+            return Err(fatal(
+                OP,
+                "EnsureSubinstallations",
+                format!(
+                    "subinstallation {:?}: blueprint.ref {reference:?} needs the installation's spec.componentDescriptor",
+                    template.name
+                ),
+            ));
+        };
+        let (component, resource) =
+            crate::components::locate_in(&c.resolved, reference).map_err(|e| {
+                fatal(
+                    OP,
+                    "EnsureSubinstallations",
+                    format!("subinstallation {:?}: {e}", template.name),
+                )
+            })?;
+        rendered.component_blueprints.insert(
+            template.name.clone(),
+            ComponentBlueprint {
+                repository_context: c.context.raw.clone(),
+                component_name: component.name.clone(),
+                version: component.version.clone(),
+                resource_name: resource,
+            },
+        );
+    }
+    Ok(())
 }
 
 pub fn render_subobjects(
@@ -43,6 +100,7 @@ pub fn render_subobjects(
     Ok(RenderedSubobjects {
         deploy_items,
         subinstallations: subs.subinstallations,
+        component_blueprints: BTreeMap::new(),
     })
 }
 
@@ -108,12 +166,25 @@ pub fn subinstallation_object(
     template: &landscaper_templating::blueprint::InstallationTemplate,
     current: Option<&Value>,
     from_secret: bool,
+    component_blueprint: Option<&ComponentBlueprint>,
 ) -> Result<Value, String> {
+    let mut component_descriptor = parent
+        .spec
+        .component_descriptor
+        .as_ref()
+        .map(|cd| serde_json::to_value(cd).unwrap_or_default());
     let blueprint = if let Some(fs) = &template.blueprint.filesystem {
         json!({"inline": {"filesystem": fs}})
+    } else if let Some(cb) = component_blueprint {
+        component_descriptor = Some(json!({"ref": {
+            "repositoryContext": cb.repository_context,
+            "componentName": cb.component_name,
+            "version": cb.version,
+        }}));
+        json!({"ref": {"resourceName": cb.resource_name}})
     } else if !template.blueprint.reference.is_empty() {
         return Err(format!(
-            "subinstallation {:?}: blueprint.ref {:?} needs a component registry, which the appliance does not have",
+            "subinstallation {:?}: blueprint.ref {:?}: only cd:// references are supported",
             template.name, template.blueprint.reference
         ));
     } else {
@@ -123,11 +194,8 @@ pub fn subinstallation_object(
     if let Some(c) = &parent.spec.context {
         spec.insert("context".into(), json!(c));
     }
-    if let Some(cd) = &parent.spec.component_descriptor {
-        spec.insert(
-            "componentDescriptor".into(),
-            serde_json::to_value(cd).unwrap_or_default(),
-        );
+    if let Some(cd) = component_descriptor {
+        spec.insert("componentDescriptor".into(), cd);
     }
     spec.insert("blueprint".into(), blueprint);
     let imports = serde_json::to_value(&template.imports).unwrap_or_default();

@@ -558,3 +558,280 @@ fn sibling_lookups_find_only_the_connected_installations_of_the_scope() {
     let cycle = predecessor_cycle(&a, &closure).unwrap();
     assert_eq!(cycle.len(), 4, "{cycle:?}");
 }
+
+mod components {
+    //! `spec.componentDescriptor.ref`: resolution in the runtime over an in-memory repository.
+
+    use std::sync::Arc;
+
+    use landscaper_components::testing::MemoryRepository;
+
+    use super::*;
+    use crate::components::ComponentResolver;
+
+    const ROOT: &str = r#"
+meta: {schemaVersion: v2}
+component:
+  name: example.com/root
+  version: 1.0.0
+  provider: internal
+  repositoryContexts: [{type: ociRegistry, baseUrl: example.com}]
+  resources:
+  - {name: blueprint, type: landscaper.gardener.cloud/blueprint, version: 1.0.0, relation: local, access: {type: localBlob, localReference: bp, mediaType: application/x-tar}}
+  - {name: myconfig, type: yaml, version: 1.0.0, relation: local, access: {type: localBlob, localReference: cfg, mediaType: application/yaml}}
+  - {name: image, type: ociImage, version: 1.0.0, relation: external, access: {type: ociArtifact, imageReference: quay.io/example/myimage:1.0.0}}
+  - {name: with-schema, type: blueprint, version: 1.0.0, relation: local, access: {type: localBlob, localReference: bp-schema, mediaType: application/x-tar}}
+  componentReferences:
+  - {name: leaf-ref, componentName: example.com/leaf, version: 2.0.0}
+"#;
+    const LEAF: &str = r#"
+meta: {schemaVersion: v2}
+component:
+  name: example.com/leaf
+  version: 2.0.0
+  provider: internal
+  repositoryContexts: [{type: ociRegistry, baseUrl: example.com}]
+  resources:
+  - {name: chart, type: helmChart, version: 2.0.0, relation: local, access: {type: localBlob, localReference: chart, mediaType: application/octet-stream}}
+  - {name: blueprint-sub, type: blueprint, version: 2.0.0, relation: local, access: {type: localBlob, localReference: bp, mediaType: application/x-tar}}
+  - {name: replicas-schema, type: landscaper.gardener.cloud/jsonschema, version: 2.0.0, relation: local, access: {type: localBlob, localReference: schema, mediaType: application/json}}
+  componentReferences: []
+"#;
+    const BLUEPRINT: &str = r#"apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Blueprint
+deployExecutions:
+- name: main
+  type: GoTemplate
+  template: |
+    deployItems:
+    - name: item
+      type: landscaper.gardener.cloud/mock
+      config:
+        image: {{ (getResource .cd "name" "image").access.imageReference }}
+        components: {{ len .components.components }}
+        key: {{ getResourceKey "cd://componentReferences/leaf-ref/resources/chart" }}
+        config: {{ getResourceContent "cd://resources/myconfig" | toJson }}
+        chart: {{ getResourceContent "cd://componentReferences/leaf-ref/resources/chart" }}
+        def: {{ .componentDescriptorDef.ref.componentName }}
+subinstallations:
+- apiVersion: landscaper.gardener.cloud/v1alpha1
+  kind: InstallationTemplate
+  name: sub
+  blueprint:
+    ref: cd://componentReferences/leaf-ref/resources/blueprint-sub
+"#;
+
+    fn repository() -> Arc<MemoryRepository> {
+        let repo = Arc::new(MemoryRepository::new());
+        repo.add_descriptor(ROOT.as_bytes()).unwrap();
+        repo.add_descriptor(LEAF.as_bytes()).unwrap();
+        let mut files = BTreeMap::new();
+        files.insert("blueprint.yaml".to_string(), BLUEPRINT.as_bytes().to_vec());
+        repo.add_blob(
+            "bp",
+            "application/x-tar",
+            landscaper_components::archive::tar_files(&files),
+        );
+        repo.add_blob("cfg", "application/yaml", b"type: yaml-config\n".to_vec());
+        let mut files = BTreeMap::new();
+        files.insert(
+            "blueprint.yaml".to_string(),
+            b"apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\nimports:\n- name: replicas\n  required: false\n  schema:\n    $ref: cd://componentReferences/leaf-ref/resources/replicas-schema\n".to_vec(),
+        );
+        repo.add_blob(
+            "bp-schema",
+            "application/x-tar",
+            landscaper_components::archive::tar_files(&files),
+        );
+        repo.add_blob(
+            "schema",
+            "application/json",
+            br#"{"type": "integer"}"#.to_vec(),
+        );
+        repo.add_blob("chart", "application/octet-stream", vec![1, 2, 3]);
+        repo
+    }
+
+    fn context(repository_context: Value) -> Value {
+        json!({
+            "apiVersion": "landscaper.gardener.cloud/v1alpha1",
+            "kind": "Context",
+            "metadata": {"name": "examples", "namespace": "ns"},
+            "repositoryContext": repository_context,
+        })
+    }
+
+    async fn put_context(store: &Store) {
+        let tx = Transaction::new().create(context(
+            json!({"type": "ociRegistry", "baseUrl": "registry.example"}),
+        ));
+        store.commit(tx).await.unwrap();
+    }
+
+    fn referencing(name: &str, version: &str, resource: &str) -> Installation {
+        installation(
+            "comp",
+            None,
+            json!({
+                "context": "examples",
+                "componentDescriptor": {"ref": {"componentName": name, "version": version}},
+                "blueprint": {"ref": {"resourceName": resource}},
+            }),
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_component_reference_resolves_binds_and_is_cached() {
+        let (_dir, store) = open_store();
+        put_context(&store).await;
+        let repo = repository();
+        let resolver = Arc::new(ComponentResolver::new(repo.clone()));
+        let inst = referencing("example.com/root", "1.0.0", "blueprint");
+        let (blueprint, components) = resolve_blueprint(&store, &inst, None, Some(&resolver))
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let components = components.expect("resolved");
+        assert_eq!(components.resolved.all.len(), 2);
+        assert_eq!(components.context.raw["baseUrl"], "registry.example");
+        let lookups = repo.lookups();
+        // A second reconcile resolves from the cache.
+        resolve_blueprint(&store, &inst, None, Some(&resolver))
+            .await
+            .unwrap();
+        assert_eq!(repo.lookups(), lookups, "resolved again");
+
+        let parent = inst.clone();
+        let rendered = tokio::task::spawn_blocking(move || {
+            let bindings =
+                construct_blueprint_imports(&inst, &blueprint, &Map::new(), Some(&components))?;
+            let mut rendered = render_subobjects(&inst, &blueprint, &bindings)?;
+            // Without the component versions a cd:// blueprint cannot be resolved.
+            let mut without = rendered.clone();
+            assert!(resolve_component_blueprints(&mut without, None).is_err());
+            resolve_component_blueprints(&mut rendered, Some(&components))?;
+            Ok::<_, PhaseError>(rendered)
+        })
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let config = rendered.deploy_items[0].config.clone().unwrap();
+        assert_eq!(config["image"], "quay.io/example/myimage:1.0.0");
+        assert_eq!(config["components"], 2);
+        assert_eq!(config["config"], "type: yaml-config\n");
+        // application/octet-stream content is base64.
+        assert_eq!(config["chart"], "AQID");
+        assert_eq!(config["def"], "example.com/root");
+        let key = landscaper_components::uri::parse_resource_key(config["key"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(
+            (key.component.name.as_str(), key.component.version.as_str()),
+            ("example.com/leaf", "2.0.0")
+        );
+        assert_eq!(key.resource["name"], "chart");
+
+        // The subinstallation switches to the component that owns the blueprint (§9a).
+        let template = &rendered.subinstallations[0];
+        let sub = subinstallation_object(
+            &parent,
+            &json!({"metadata": {"name": "comp", "namespace": "ns", "uid": "u1"}}),
+            template,
+            None,
+            false,
+            rendered.component_blueprints.get("sub"),
+        )
+        .unwrap();
+        assert_eq!(
+            sub["spec"]["componentDescriptor"],
+            json!({"ref": {
+                "repositoryContext": {"type": "ociRegistry", "baseUrl": "registry.example"},
+                "componentName": "example.com/leaf", "version": "2.0.0"}})
+        );
+        assert_eq!(
+            sub["spec"]["blueprint"],
+            json!({"ref": {"resourceName": "blueprint-sub"}})
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn blueprint_schemas_resolve_cd_references_from_the_component() {
+        let (_dir, store) = open_store();
+        put_context(&store).await;
+        let resolver = Arc::new(ComponentResolver::new(repository()));
+        let inst = referencing("example.com/root", "1.0.0", "with-schema");
+        let (blueprint, _) = resolve_blueprint(&store, &inst, None, Some(&resolver))
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let values = |v: Value| v.as_object().unwrap().clone();
+        let ok = landscaper_templating::blueprint::construct_imports(
+            &blueprint,
+            &values(json!({"replicas": 3})),
+            &Map::new(),
+        );
+        assert!(ok.is_ok(), "{ok:?}");
+        let bad = landscaper_templating::blueprint::construct_imports(
+            &blueprint,
+            &values(json!({"replicas": "three"})),
+            &Map::new(),
+        );
+        assert!(bad.is_err(), "the cd:// schema (integer) applies");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn resolution_errors_name_component_version_and_resource() {
+        let (_dir, store) = open_store();
+        let resolver = Arc::new(ComponentResolver::new(repository()));
+        let message = |e: PhaseError| {
+            assert!(matches!(e, PhaseError::Fatal(_)), "{e:?}");
+            e.error().message.clone()
+        };
+        // No repository context anywhere.
+        let e = resolve_blueprint(
+            &store,
+            &referencing("example.com/root", "1.0.0", "blueprint"),
+            None,
+            Some(&resolver),
+        )
+        .await
+        .unwrap_err();
+        assert!(message(e).contains("no repository context"));
+
+        put_context(&store).await;
+        let cases = [
+            (
+                referencing("example.com/root", "9.9.9", "blueprint"),
+                "component version example.com/root:9.9.9 not found",
+            ),
+            (
+                referencing("example.com/root", "1.0.0", "missing"),
+                "example.com/root:1.0.0 has no resource \"missing\"",
+            ),
+            (
+                referencing("example.com/root", "1.0.0", "myconfig"),
+                "blueprint resource \"myconfig\" of component version example.com/root:1.0.0 has wrong type",
+            ),
+        ];
+        for (inst, want) in cases {
+            let e = resolve_blueprint(&store, &inst, None, Some(&resolver))
+                .await
+                .unwrap_err();
+            let m = message(e);
+            assert!(m.contains(want), "want {want:?} in {m}");
+        }
+        // The installation's own repository context wins over the Context's.
+        let own = installation(
+            "own",
+            None,
+            json!({
+                "context": "examples",
+                "componentDescriptor": {"ref": {
+                    "repositoryContext": {"type": "ociRegistry", "baseUrl": "own.example"},
+                    "componentName": "example.com/root", "version": "1.0.0"}},
+                "blueprint": {"ref": {"resourceName": "blueprint"}},
+            }),
+        );
+        let (_, c) = resolve_blueprint(&store, &own, None, Some(&resolver))
+            .await
+            .unwrap();
+        assert_eq!(c.unwrap().context.raw["baseUrl"], "own.example");
+    }
+}

@@ -237,13 +237,29 @@ fn walk(
                 "chart is larger than the maximum size {MAX_CHART_BYTES}"
             ));
         }
-        let data = std::fs::read(&real).map_err(|e| format!("error reading {rel}: {e}"))?;
-        out.push(File {
-            name: rel,
-            data: strip_bom(data).into(),
-        });
+        let data = read_file(&real, meta.len()).map_err(|e| format!("error reading {rel}: {e}"))?;
+        out.push(File { name: rel, data });
     }
     Ok(())
+}
+
+/// A file's content without a UTF-8 byte order mark, read straight into its shared buffer
+/// (`len` is the size the walk saw; a file that changed size since is read again as a whole).
+fn read_file(path: &Path, len: u64) -> std::io::Result<Arc<[u8]>> {
+    let mut f = std::fs::File::open(path)?;
+    let Ok(len) = usize::try_from(len) else {
+        return Ok(strip_bom(std::fs::read(path)?).into());
+    };
+    let mut data: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
+    let buf = Arc::get_mut(&mut data).ok_or_else(|| std::io::Error::other("shared buffer"))?;
+    let mut rest = [0u8; 1];
+    if f.read_exact(buf).is_err() || f.read(&mut rest)? != 0 {
+        return Ok(strip_bom(std::fs::read(path)?).into());
+    }
+    if data.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        return Ok(Arc::from(&data[3..]));
+    }
+    Ok(data)
 }
 
 fn strip_bom(mut data: Vec<u8>) -> Vec<u8> {

@@ -11,7 +11,7 @@ use landscaper_templating::RenderBudget;
 use landscaper_templating::gotemplate::funcs::helm::{HELM_ERR_END, HELM_ERR_START};
 use landscaper_templating::gotemplate::function::{Arity, FuncError, GoType};
 use landscaper_templating::gotemplate::methods::KUBE_VERSION_TYPE;
-use landscaper_templating::gotemplate::value::{Elem, MapRef, new_map};
+use landscaper_templating::gotemplate::value::{Elem, MapRef, lazy_map, new_map};
 use landscaper_templating::gotemplate::{
     EmptyFiles, ErrorKind, FuncMap, Limits, Template, TemplateError, Value,
 };
@@ -358,14 +358,20 @@ fn metadata_value(md: &Metadata, is_root: bool) -> Value {
     )
 }
 
+/// `.Files`, made when a template of the chart first looks at it (a copy of every file of the
+/// chart: the CRDs of a big chart are megabytes most templates never read).
 fn files_value(c: &Chart) -> Value {
-    Value::typed_map(
-        Elem::Files,
-        c.files
+    let files: Vec<(String, Arc<[u8]>)> = c
+        .files
+        .iter()
+        .map(|f| (f.name.clone(), Arc::clone(&f.data)))
+        .collect();
+    Value::Map(lazy_map(Elem::Files, move || {
+        files
             .iter()
-            .map(|f| (f.name.clone(), Value::Bytes(Rc::from(&f.data[..]))))
-            .collect(),
-    )
+            .map(|(name, data)| (name.clone(), Value::Bytes(Rc::from(&data[..]))))
+            .collect()
+    }))
 }
 
 struct Renderable {
@@ -511,7 +517,7 @@ pub fn render(
     let mut keys: Vec<String> = tpls.keys().cloned().collect();
     sort_templates(&mut keys);
     for name in &keys {
-        set.add(name, &tpls[name].text)
+        set.add_shared(name, Rc::clone(&tpls[name].text))
             .map_err(|e| parse_error(name, &e))?;
     }
     let mut rendered = BTreeMap::new();

@@ -10,7 +10,73 @@ struct Pattern {
     must_dir: bool,
     /// Match the base name (no `/` in the rule) or the whole path.
     base_only: bool,
-    re: Regex,
+    matcher: Matcher,
+}
+
+/// A compiled `filepath.Match` pattern: most rules (`*.tgz`, `.git`, `*.swp`) only have
+/// literals, `*` and `?`, matched directly; the rest as a regular expression (compiling one
+/// costs more than a short `render chart` spends on everything else).
+#[derive(Debug, Clone)]
+enum Matcher {
+    Glob(Vec<Glob>),
+    Regex(Regex),
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Glob {
+    Lit(char),
+    /// `?`: one character but `/`.
+    One,
+    /// `*`: any characters but `/`.
+    Star,
+}
+
+impl Matcher {
+    fn new(pattern: &str) -> Matcher {
+        if !pattern.contains(['[', '\\']) {
+            return Matcher::Glob(
+                pattern
+                    .chars()
+                    .map(|c| match c {
+                        '*' => Glob::Star,
+                        '?' => Glob::One,
+                        c => Glob::Lit(c),
+                    })
+                    .collect(),
+            );
+        }
+        // A rule that does not compile after trimming never matches (Helm logs it).
+        go_match_regex(pattern).map_or(Matcher::Never, Matcher::Regex)
+    }
+
+    fn is_match(&self, name: &str) -> bool {
+        match self {
+            Matcher::Glob(g) => glob_match(g, name),
+            Matcher::Regex(re) => re.is_match(name),
+            Matcher::Never => false,
+        }
+    }
+}
+
+/// Whether `name` matches all of `pattern` (by characters; `*` and `?` never match `/`).
+fn glob_match(pattern: &[Glob], name: &str) -> bool {
+    let name: Vec<char> = name.chars().collect();
+    // ok[j]: pattern[i..] matches name[j..], for the current i, from the end backwards.
+    let mut ok = vec![false; name.len() + 1];
+    ok[name.len()] = true;
+    for g in pattern.iter().rev() {
+        let mut next = vec![false; name.len() + 1];
+        for j in (0..=name.len()).rev() {
+            next[j] = match g {
+                Glob::Lit(c) => j < name.len() && name[j] == *c && ok[j + 1],
+                Glob::One => j < name.len() && name[j] != '/' && ok[j + 1],
+                Glob::Star => ok[j] || (j < name.len() && name[j] != '/' && next[j + 1]),
+            };
+        }
+        ok = next;
+    }
+    ok[0]
 }
 
 /// Parsed rules, in file order.
@@ -43,14 +109,14 @@ impl Rules {
         if rule.contains("**") {
             return Err("double-star (**) syntax is not supported".into());
         }
-        if go_match_regex(rule).is_none() {
+        if go_match_source(rule).is_none() {
             return Err("syntax error in pattern".into());
         }
         let mut p = Pattern {
             negate: false,
             must_dir: false,
             base_only: false,
-            re: Regex::new("^$").expect("constant regex"),
+            matcher: Matcher::Never,
         };
         if let Some(r) = rule.strip_prefix('!') {
             p.negate = true;
@@ -65,8 +131,7 @@ impl Rules {
         } else if !rule.contains('/') {
             p.base_only = true;
         }
-        // A rule that does not compile after trimming never matches (Helm logs it).
-        p.re = go_match_regex(rule).unwrap_or_else(|| Regex::new("^\\x00$").expect("constant"));
+        p.matcher = Matcher::new(rule);
         self.patterns.push(p);
         Ok(())
     }
@@ -86,7 +151,7 @@ impl Rules {
                 if p.must_dir && !is_dir {
                     return true;
                 }
-                if !p.re.is_match(subject) {
+                if !p.matcher.is_match(subject) {
                     return true;
                 }
                 continue;
@@ -94,7 +159,7 @@ impl Rules {
             if p.must_dir && !is_dir {
                 continue;
             }
-            if p.re.is_match(subject) {
+            if p.matcher.is_match(subject) {
                 return true;
             }
         }
@@ -104,6 +169,11 @@ impl Rules {
 
 /// Go's `filepath.Match` pattern as a regular expression (`None`: `ErrBadPattern`).
 pub fn go_match_regex(pattern: &str) -> Option<Regex> {
+    Regex::new(&go_match_source(pattern)?).ok()
+}
+
+/// The source of [`go_match_regex`] (`None`: `ErrBadPattern`).
+fn go_match_source(pattern: &str) -> Option<String> {
     let chars: Vec<char> = pattern.chars().collect();
     let mut re = String::from("^(?s:");
     let mut i = 0;
@@ -156,7 +226,7 @@ pub fn go_match_regex(pattern: &str) -> Option<Regex> {
         i += 1;
     }
     re.push_str(")$");
-    Regex::new(&re).ok()
+    Some(re)
 }
 
 #[cfg(test)]
@@ -188,6 +258,44 @@ mod tests {
         assert!(r.ignore("templates/.keep", false));
         assert!(!r.ignore("templates/a.yaml", false));
         assert!(!r.ignore(".helmignore", false));
+    }
+
+    #[test]
+    fn globs_match_as_their_regular_expressions() {
+        let patterns = [
+            "*", "*.txt", "a?c", "*.*", ".*", "a*b*c", "*/x", "a/*", "?", "", "é*", "*~", "a**b",
+            "x*y?z", "*.t?z",
+        ];
+        let names = [
+            "",
+            "a",
+            "abc",
+            "a.txt",
+            "b/a.txt",
+            "a/b",
+            "axbyc",
+            "aXbYcZ",
+            ".git",
+            "x/y",
+            "é1",
+            "n~",
+            "a/x",
+            "abbbb",
+            "xqyrz",
+            "chart.tgz",
+            "é",
+            "aéc",
+            "a/c",
+        ];
+        for p in patterns {
+            let Matcher::Glob(g) = Matcher::new(p) else {
+                panic!("{p} is a glob")
+            };
+            let re = go_match_regex(p).unwrap();
+            for n in names {
+                assert_eq!(glob_match(&g, n), re.is_match(n), "{p:?} on {n:?}");
+            }
+        }
     }
 
     #[test]

@@ -88,7 +88,10 @@ impl Manifest {
 
 fn separator() -> &'static Regex {
     static SEP: OnceLock<Regex> = OnceLock::new();
-    SEP.get_or_init(|| Regex::new(r"(?:^|\s*\n)---\s*").expect("constant regex"))
+    // Go's `\s` is ASCII whitespace without `\v`; the `regex` crate's is Unicode's and costs a
+    // short render more to compile than much of its work (the documents are trimmed of all
+    // Unicode whitespace after, as Go's `strings.TrimSpace` does).
+    SEP.get_or_init(|| Regex::new(r"(?:^|[\t\n\f\r ]*\n)---[\t\n\f\r ]*").expect("constant regex"))
 }
 
 /// `SplitManifests`: the documents of a stream, trimmed, empty ones dropped, in order.
@@ -119,7 +122,7 @@ fn string_field(m: &BTreeMap<String, Value>, key: &str, path: &str) -> Result<St
 
 /// Reads what Helm's `SimpleHead` reads of a document.
 fn parse_head(doc: &str) -> Result<Head, String> {
-    let v = yaml::unmarshal(doc)?;
+    let v = yaml::unmarshal_keys(doc, &["apiVersion", "kind", "metadata"])?;
     let mut head = Head {
         kind: String::new(),
         name: String::new(),
@@ -267,6 +270,11 @@ mod tests {
         assert_eq!(
             split_manifests("a: 1\n--- # c\nb: 2"),
             vec!["a: 1", "# c\nb: 2"]
+        );
+        // Whitespace around a separator beyond Go's `\s` ends up trimmed all the same.
+        assert_eq!(
+            split_manifests("a: 1\u{a0}\n---\u{a0}b: 2\n---\n\u{a0}c: 3"),
+            vec!["a: 1", "b: 2", "c: 3"]
         );
     }
 

@@ -255,6 +255,24 @@ fn bad_arguments_fail_with_sprigs_messages() {
             r#"{{ $ca := genCAWithKey "ca" 1 (genPrivateKey "ecdsa") }}{{ genSignedCertWithKey "x" nil nil 1 (buildCustomCert (b64enc $ca.Cert) (b64enc (genPrivateKey "ecdsa"))) (genPrivateKey "ecdsa") }}"#,
             "error calling genSignedCertWithKey: error creating certificate: x509: provided PrivateKey doesn't match parent's PublicKey",
         ),
+        // The variants that make a new key leave making it (and the certificate) to the first
+        // reader of the result, but check their inputs at the call, result used or not.
+        (
+            r#"{{ $c := genSelfSignedCert "x" nil (list "é.example") 1 }}"#,
+            "error calling genSelfSignedCert: error creating certificate: x509: \"é.example\" cannot be encoded as an IA5String",
+        ),
+        (
+            r#"{{ $c := genCA (b64dec "/w==") 1 }}"#,
+            "error calling genCA: error creating certificate: asn1: string not valid UTF-8",
+        ),
+        (
+            r#"{{ $ca := genCAWithKey "ca" 1 (genPrivateKey "ecdsa") }}{{ $c := genSignedCert "x" nil (list "é.example") 1 $ca }}"#,
+            "error calling genSignedCert: error creating certificate: x509: \"é.example\" cannot be encoded as an IA5String",
+        ),
+        (
+            r#"{{ $ca := genCAWithKey "ca" 1 (genPrivateKey "ecdsa") }}{{ $c := genSignedCert "x" nil nil 1 (buildCustomCert (b64enc $ca.Cert) (b64enc (genPrivateKey "ecdsa"))) }}"#,
+            "error calling genSignedCert: error creating certificate: x509: provided PrivateKey doesn't match parent's PublicKey",
+        ),
     ];
     for (text, want) in cases {
         let got = err(text);

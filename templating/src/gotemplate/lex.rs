@@ -1,7 +1,7 @@
 //! The lexer of Go's `text/template/parse` (lex.go), state for state: the same items at the
 //! same positions and lines, with the same trim-marker and comment rules and error texts.
 
-use std::rc::Rc;
+use std::borrow::Cow;
 
 use super::print;
 use super::value::Value;
@@ -46,15 +46,16 @@ pub(crate) enum ItemType {
 }
 
 #[derive(Clone, Debug)]
-pub(crate) struct Item {
+pub(crate) struct Item<'a> {
     pub typ: ItemType,
     pub pos: usize,
-    /// Shared: the parser's lookahead hands out copies of items (Go copies a string header).
-    pub val: Rc<str>,
+    /// A slice of the input (Go's item holds a string header into it; the parser's lookahead
+    /// copies items freely), or an error message.
+    pub val: Cow<'a, str>,
     pub line: usize,
 }
 
-impl std::fmt::Display for Item {
+impl std::fmt::Display for Item<'_> {
     /// Go's `item.String()`, used in "unexpected %s in %s".
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.typ {
@@ -62,7 +63,7 @@ impl std::fmt::Display for Item {
             ItemType::Error => f.write_str(&self.val),
             t if t > ItemType::Keyword => write!(f, "<{}>", self.val),
             _ => {
-                let v = [Value::string(self.val.clone())];
+                let v = [Value::string(&*self.val)];
                 if self.val.len() > 10 {
                     f.write_str(&print::sprintf("%.10q...", &v))
                 } else {
@@ -124,7 +125,7 @@ pub(crate) struct Lexer<'a> {
     paren_depth: i32,
     line: usize,
     start_line: usize,
-    item: Option<Item>,
+    item: Option<Item<'a>>,
     pending_error: Option<String>,
     inside_action: bool,
     pub break_ok: bool,
@@ -217,11 +218,11 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    fn this_item(&mut self, t: ItemType) -> Item {
+    fn this_item(&mut self, t: ItemType) -> Item<'a> {
         let i = Item {
             typ: t,
             pos: self.start,
-            val: Rc::from(&self.input[self.start..self.pos]),
+            val: Cow::Borrowed(&self.input[self.start..self.pos]),
             line: self.start_line,
         };
         self.start = self.pos;
@@ -235,7 +236,7 @@ impl<'a> Lexer<'a> {
         None
     }
 
-    fn emit_item(&mut self, i: Item) -> Option<State> {
+    fn emit_item(&mut self, i: Item<'a>) -> Option<State> {
         self.item = Some(i);
         None
     }
@@ -269,7 +270,7 @@ impl<'a> Lexer<'a> {
         self.item = Some(Item {
             typ: ItemType::Error,
             pos: self.start,
-            val: msg.into(),
+            val: Cow::Owned(msg),
             line: self.start_line,
         });
         self.start = 0;
@@ -278,7 +279,7 @@ impl<'a> Lexer<'a> {
         None
     }
 
-    pub fn next_item(&mut self) -> Item {
+    pub fn next_item(&mut self) -> Item<'a> {
         self.item = None;
         if let Some(msg) = self.pending_error.take() {
             self.errorf(msg);
@@ -289,16 +290,16 @@ impl<'a> Lexer<'a> {
         } else {
             State::Text
         };
-        // The EOF item is built only when no state emitted one (not once per token).
+        // The EOF item when no state emitted one (its text borrowed: nothing allocated).
         let (eof_pos, eof_line) = (self.pos, self.start_line);
         loop {
             match self.run(state) {
                 Some(s) => state = s,
                 None => {
-                    return self.item.take().unwrap_or_else(|| Item {
+                    return self.item.take().unwrap_or(Item {
                         typ: ItemType::Eof,
                         pos: eof_pos,
-                        val: Rc::from("EOF"),
+                        val: Cow::Borrowed("EOF"),
                         line: eof_line,
                     });
                 }

@@ -2,6 +2,7 @@
 //! three-token lookahead (so errors carry the same line numbers), the same node positions and
 //! the same `String()` forms of nodes that execution errors quote.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::{self, Display, Write as _};
 use std::rc::Rc;
@@ -408,9 +409,9 @@ fn ideal_constant(n: &NumberNode) -> Result<Value, String> {
 /// The trees one parse produced: name → root list, as Go's `treeSet`.
 pub(crate) type TreeSet = HashMap<String, ListNode>;
 
-struct TreeState {
+struct TreeState<'a> {
     name: String,
-    token: [Item; 3],
+    token: [Item<'a>; 3],
     peek_count: usize,
     vars: Vec<String>,
     action_line: usize,
@@ -420,7 +421,7 @@ struct TreeState {
 struct Parser<'a, 'f> {
     parse_name: &'a str,
     lex: Lexer<'a>,
-    st: TreeState,
+    st: TreeState<'a>,
     tree_set: TreeSet,
     has_func: &'f dyn Fn(&str) -> bool,
     depth: usize,
@@ -428,16 +429,16 @@ struct Parser<'a, 'f> {
 
 type PResult<T> = Result<T, String>;
 
-fn dummy_item() -> Item {
+fn dummy_item<'a>() -> Item<'a> {
     Item {
         typ: ItemType::Eof,
         pos: 0,
-        val: Rc::from(""),
+        val: Cow::Borrowed(""),
         line: 0,
     }
 }
 
-fn fresh_state(name: &str) -> TreeState {
+fn fresh_state<'a>(name: &str) -> TreeState<'a> {
     TreeState {
         name: name.to_string(),
         token: [dummy_item(), dummy_item(), dummy_item()],
@@ -468,7 +469,7 @@ pub(crate) fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> 
 }
 
 impl<'a, 'f> Parser<'a, 'f> {
-    fn next(&mut self) -> Item {
+    fn next(&mut self) -> Item<'a> {
         if self.st.peek_count > 0 {
             self.st.peek_count -= 1;
         } else {
@@ -481,18 +482,18 @@ impl<'a, 'f> Parser<'a, 'f> {
         self.st.peek_count += 1;
     }
 
-    fn backup2(&mut self, t1: Item) {
+    fn backup2(&mut self, t1: Item<'a>) {
         self.st.token[1] = t1;
         self.st.peek_count = 2;
     }
 
-    fn backup3(&mut self, t2: Item, t1: Item) {
+    fn backup3(&mut self, t2: Item<'a>, t1: Item<'a>) {
         self.st.token[1] = t1;
         self.st.token[2] = t2;
         self.st.peek_count = 3;
     }
 
-    fn peek(&mut self) -> Item {
+    fn peek(&mut self) -> Item<'a> {
         if self.st.peek_count > 0 {
             return self.st.token[self.st.peek_count - 1].clone();
         }
@@ -501,7 +502,7 @@ impl<'a, 'f> Parser<'a, 'f> {
         self.st.token[0].clone()
     }
 
-    fn next_non_space(&mut self) -> Item {
+    fn next_non_space(&mut self) -> Item<'a> {
         loop {
             let t = self.next();
             if t.typ != ItemType::Space {
@@ -510,7 +511,7 @@ impl<'a, 'f> Parser<'a, 'f> {
         }
     }
 
-    fn peek_non_space(&mut self) -> Item {
+    fn peek_non_space(&mut self) -> Item<'a> {
         let t = self.next_non_space();
         self.backup();
         t
@@ -523,7 +524,7 @@ impl<'a, 'f> Parser<'a, 'f> {
         ))
     }
 
-    fn expect(&mut self, expected: ItemType, context: &str) -> PResult<Item> {
+    fn expect(&mut self, expected: ItemType, context: &str) -> PResult<Item<'a>> {
         let t = self.next_non_space();
         if t.typ != expected {
             return self.unexpected(&t, context);
@@ -531,7 +532,7 @@ impl<'a, 'f> Parser<'a, 'f> {
         Ok(t)
     }
 
-    fn expect_one_of(&mut self, e1: ItemType, e2: ItemType, context: &str) -> PResult<Item> {
+    fn expect_one_of(&mut self, e1: ItemType, e2: ItemType, context: &str) -> PResult<Item<'a>> {
         let t = self.next_non_space();
         if t.typ != e1 && t.typ != e2 {
             return self.unexpected(&t, context);
@@ -539,7 +540,7 @@ impl<'a, 'f> Parser<'a, 'f> {
         Ok(t)
     }
 
-    fn unexpected<T>(&self, token: &Item, context: &str) -> PResult<T> {
+    fn unexpected<T>(&self, token: &Item<'_>, context: &str) -> PResult<T> {
         if token.typ == ItemType::Error {
             let mut extra = String::new();
             if self.st.action_line != 0 && self.st.action_line != token.line {
@@ -911,7 +912,7 @@ impl<'a, 'f> Parser<'a, 'f> {
         }))
     }
 
-    fn parse_template_name(&mut self, token: &Item, context: &str) -> PResult<String> {
+    fn parse_template_name(&mut self, token: &Item<'_>, context: &str) -> PResult<String> {
         match token.typ {
             ItemType::String | ItemType::RawString => match strconv::unquote(&token.val) {
                 Ok(s) => Ok(s),

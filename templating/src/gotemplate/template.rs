@@ -219,12 +219,17 @@ impl Template {
     /// Go's `t.New(name).Parse(text)`: parses more text into the set (as Helm does per file).
     /// Later definitions replace earlier ones, except that an empty one never replaces.
     pub fn add(&mut self, name: &str, text: &str) -> Result<(), TemplateError> {
+        self.add_shared(name, Rc::from(text))
+    }
+
+    /// [`Template::add`] with text the caller already holds shared (kept, not copied).
+    pub fn add_shared(&mut self, name: &str, text: Rc<str>) -> Result<(), TemplateError> {
         let funcs = &self.funcs;
         let has = |n: &str| funcs.contains(n) || builtins::builtin_kind(n).is_some();
-        let parsed = parse::parse(name, text, &has).map_err(TemplateError::parse)?;
+        let parsed = parse::parse(name, &text, &has).map_err(TemplateError::parse)?;
         let source = Rc::new(Source {
             parse_name: name.to_string(),
-            text: Rc::from(text),
+            text,
         });
         for (tname, root) in parsed {
             if parse::is_empty_list(&root) && self.trees.contains_key(&tname) {

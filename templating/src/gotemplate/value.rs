@@ -12,7 +12,7 @@
 //! what a missing key reads as; everything else (printing, JSON, `len`, reflection-based sprig
 //! functions) treats all slices alike, through [`GoSlice`]'s `Deref` to its items.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ops::Deref;
 use std::rc::Rc;
@@ -82,18 +82,51 @@ impl GoSlice {
 #[derive(Debug, Default)]
 pub struct GoMap {
     pub elem: Elem,
-    pub entries: RefCell<BTreeMap<String, Value>>,
+    entries: RefCell<BTreeMap<String, Value>>,
+    /// Entries computed on first access ([`lazy_map`]): work a template may never look at
+    /// (sprig's `genCA` makes an RSA key that many charts' templates then leave unused).
+    lazy: Option<Box<LazyEntries>>,
+}
+
+/// The computation of a lazy map's entries, run once, by the first access.
+pub struct LazyEntries(Cell<Option<FillEntries>>);
+
+/// What computes a lazy map's entries.
+type FillEntries = Box<dyn FnOnce() -> BTreeMap<String, Value>>;
+
+impl std::fmt::Debug for LazyEntries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LazyEntries")
+    }
 }
 
 impl Deref for GoMap {
     type Target = RefCell<BTreeMap<String, Value>>;
 
+    /// Every access to the entries goes through here, so a lazy map is filled before anyone
+    /// can see (or borrow) its entries.
     fn deref(&self) -> &RefCell<BTreeMap<String, Value>> {
+        if let Some(lazy) = &self.lazy
+            && let Some(fill) = lazy.0.take()
+        {
+            *self.entries.borrow_mut() = fill();
+        }
         &self.entries
     }
 }
 
 impl GoMap {
+    /// Whether this is a [`lazy_map`] whose entries nobody has looked at yet (looking at them,
+    /// through `Deref`, computes them).
+    pub fn is_pending(&self) -> bool {
+        self.lazy.as_ref().is_some_and(|l| {
+            let fill = l.0.take();
+            let pending = fill.is_some();
+            l.0.set(fill);
+            pending
+        })
+    }
+
     /// Go's name of the map type.
     pub fn type_name(&self) -> &'static str {
         match self.elem {
@@ -354,6 +387,17 @@ pub fn new_map(elem: Elem, entries: BTreeMap<String, Value>) -> MapRef {
     Rc::new(GoMap {
         elem,
         entries: RefCell::new(entries),
+        lazy: None,
+    })
+}
+
+/// A new shared map whose entries `fill` computes when they are first read or written (the
+/// same map to every observer, computed at most once; never if nobody looks).
+pub fn lazy_map(elem: Elem, fill: impl FnOnce() -> BTreeMap<String, Value> + 'static) -> MapRef {
+    Rc::new(GoMap {
+        elem,
+        entries: RefCell::new(BTreeMap::new()),
+        lazy: Some(Box::new(LazyEntries(Cell::new(Some(Box::new(fill)))))),
     })
 }
 
@@ -383,6 +427,26 @@ mod tests {
             Value::Bytes(Rc::from(&b"hi!?"[..])).to_json().unwrap(),
             json!("aGkhPw==")
         );
+    }
+
+    #[test]
+    fn lazy_maps_fill_once_on_first_access() {
+        let runs = Rc::new(Cell::new(0));
+        let counter = runs.clone();
+        let m = lazy_map(Elem::Struct("x.T"), move || {
+            counter.set(counter.get() + 1);
+            BTreeMap::from([("A".to_string(), Value::Int(1))])
+        });
+        let shared = Value::Map(m.clone());
+        assert_eq!(runs.get(), 0, "nothing computed before an access");
+        assert_eq!(m.elem, Elem::Struct("x.T"));
+        assert!(m.is_pending());
+        assert!(matches!(m.borrow().get("A"), Some(Value::Int(1))));
+        m.borrow_mut().insert("B".into(), Value::Int(2));
+        let Value::Map(again) = &shared else { panic!() };
+        assert_eq!(again.borrow().len(), 2);
+        assert_eq!(runs.get(), 1);
+        assert!(!m.is_pending());
     }
 
     #[test]

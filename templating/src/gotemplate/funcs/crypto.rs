@@ -18,7 +18,7 @@ mod pem;
 use std::collections::BTreeMap;
 
 use super::super::function::{Arity, FuncError, FuncMap};
-use super::super::value::{Elem, Value};
+use super::super::value::{Elem, Value, lazy_map};
 
 pub use certs::{Certificate, generate_private_key};
 
@@ -32,10 +32,14 @@ pub fn register(m: &mut FuncMap) {
 
 /// sprig's `certificate{Cert, Key}` as a template value.
 pub fn certificate_value(c: Certificate) -> Value {
-    let mut fields = BTreeMap::new();
-    fields.insert("Cert".to_string(), Value::from_bytes(c.cert));
-    fields.insert("Key".to_string(), Value::from_bytes(c.key));
-    Value::typed_map(Elem::Struct(CERTIFICATE_TYPE), fields)
+    Value::typed_map(Elem::Struct(CERTIFICATE_TYPE), certificate_fields(c))
+}
+
+fn certificate_fields(c: Certificate) -> BTreeMap<String, Value> {
+    BTreeMap::from([
+        ("Cert".to_string(), Value::from_bytes(c.cert)),
+        ("Key".to_string(), Value::from_bytes(c.key)),
+    ])
 }
 
 /// The `certificate` argument of `genSignedCert` (the engine has checked its type).
@@ -102,8 +106,27 @@ fn template_args(a: &[Value], is_ca: bool) -> Result<certs::Template, FuncError>
     })
 }
 
-fn rsa_2048() -> Result<certs::PrivateKey, FuncError> {
-    certs::generate_rsa(2048).map_err(|e| FuncError::new(format!("error generating rsa key: {e}")))
+fn rsa_2048() -> Result<certs::PrivateKey, String> {
+    certs::generate_rsa(2048).map_err(|e| format!("error generating rsa key: {e}"))
+}
+
+/// A certificate with a new RSA-2048 key, made when the template first reads the result:
+/// making the key is most of a render's time, and many charts call `genCA` in templates that
+/// then use neither its certificate nor its key. The caller has checked the inputs
+/// ([`certs::check_new_key_certificate`]); what is left cannot fail for a fresh RSA-2048 key,
+/// and should it fail all the same, the render fails with the cause (never a silent empty
+/// certificate).
+fn lazy_certificate(make: impl FnOnce() -> Result<Certificate, String> + 'static) -> Value {
+    Value::Map(lazy_map(
+        Elem::Struct(CERTIFICATE_TYPE),
+        move || match make() {
+            Ok(c) => certificate_fields(c),
+            Err(e) => {
+                crate::budget::record("certificate", e);
+                BTreeMap::new()
+            }
+        },
+    ))
 }
 
 fn pem_key_arg(v: &Value) -> Result<certs::PrivateKey, FuncError> {
@@ -127,8 +150,11 @@ fn register_certificates(m: &mut FuncMap) {
     });
     m.insert("genCA", Arity::Exact(2), |_, a| {
         let (cn, days) = (args::string_bytes(&a[0])?.to_vec(), args::int(&a[1])?);
-        let key = rsa_2048()?;
-        cert_result(certs::certificate_authority(cn, days, &key))
+        let template = certs::Template::authority(cn, days);
+        certs::check_new_key_certificate(&template, None).map_err(FuncError::new)?;
+        Ok(lazy_certificate(move || {
+            certs::self_signed_certificate(&template, &rsa_2048()?)
+        }))
     });
     m.insert("genCAWithKey", Arity::Exact(3), |_, a| {
         let (cn, days) = (args::string_bytes(&a[0])?.to_vec(), args::int(&a[1])?);
@@ -138,8 +164,10 @@ fn register_certificates(m: &mut FuncMap) {
     m.insert("genSelfSignedCert", Arity::Exact(4), |_, a| {
         // sprig makes the key first; making it after the checks of the arguments is the same.
         let template = template_args(a, false)?;
-        let key = rsa_2048()?;
-        cert_result(certs::self_signed_certificate(&template, &key))
+        certs::check_new_key_certificate(&template, None).map_err(FuncError::new)?;
+        Ok(lazy_certificate(move || {
+            certs::self_signed_certificate(&template, &rsa_2048()?)
+        }))
     });
     m.insert("genSelfSignedCertWithKey", Arity::Exact(5), |_, a| {
         let key = pem_key_arg(&a[4])?;
@@ -149,8 +177,10 @@ fn register_certificates(m: &mut FuncMap) {
     m.insert("genSignedCert", Arity::Exact(5), |_, a| {
         let signer = certs::parse_signer(&certificate_arg(&a[4])?).map_err(FuncError::new)?;
         let template = template_args(a, false)?;
-        let key = rsa_2048()?;
-        cert_result(certs::signed_certificate(&template, &key, &signer))
+        certs::check_new_key_certificate(&template, Some(&signer)).map_err(FuncError::new)?;
+        Ok(lazy_certificate(move || {
+            certs::signed_certificate(&template, &rsa_2048()?, &signer)
+        }))
     });
     m.insert("genSignedCertWithKey", Arity::Exact(6), |_, a| {
         let key = pem_key_arg(&a[5])?;

@@ -1194,7 +1194,67 @@ fn to_json_value(y: Y) -> Result<Value, String> {
 /// (sigs.k8s.io/yaml's `YAMLToJSON` then `json.Unmarshal` into `interface{}`). The error is
 /// sigs.k8s.io/yaml's message.
 pub fn unmarshal(text: &str) -> Result<Value, String> {
-    let mut events = Vec::new();
+    let Some(y) = load(text)? else {
+        return Ok(Value::Nil);
+    };
+    to_json_value(y).map_err(|e| format!("error converting YAML to JSON: {e}"))
+}
+
+/// [`unmarshal`] of a document of which the caller reads only the named top-level keys of a
+/// mapping: the same result for those keys and the same errors for the whole document, without
+/// building the values of the other keys (Helm's `SimpleHead` of every rendered manifest).
+pub fn unmarshal_keys(text: &str, keys: &[&str]) -> Result<Value, String> {
+    let Some(y) = load(text)? else {
+        return Ok(Value::Nil);
+    };
+    check_json(&y).map_err(|e| format!("error converting YAML to JSON: {e}"))?;
+    let y = match y {
+        Y::Map(entries) => Y::Map(
+            entries
+                .into_iter()
+                .filter(|(k, _)| matches!(k, Y::Str(s) if keys.contains(&s.as_str())))
+                .collect(),
+        ),
+        other => other,
+    };
+    to_json_value(y).map_err(|e| format!("error converting YAML to JSON: {e}"))
+}
+
+/// The errors [`to_json_value`] would report for `y`, the first one in the same order, without
+/// building anything.
+fn check_json(y: &Y) -> Result<(), String> {
+    match y {
+        Y::Float(f) if !f.is_finite() => Err(format!(
+            "json: unsupported value: {}",
+            format_float(*f, b'g', -1)
+        )),
+        Y::Seq(items) => items.iter().try_for_each(check_json),
+        Y::Map(entries) => {
+            for (k, v) in entries {
+                match k {
+                    Y::Null => {
+                        return Err(
+                            "unsupported map key of type: %!s(<nil>), key: <nil>, value: ..."
+                                .to_string(),
+                        );
+                    }
+                    Y::Seq(_) | Y::Map(_) => return Err("invalid map key".to_string()),
+                    _ => {}
+                }
+                check_json(v)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The first document of `text` as yaml.v2 decodes it (`None`: empty).
+fn load(text: &str) -> Result<Option<Y>, String> {
+    // Room for about one event per four bytes (more than most documents need), so the list
+    // rarely grows: growing a list of big events step by step cost a tenth of a big chart's
+    // render, most of it copying and touching fresh memory.
+    let mut events = Vec::with_capacity(text.len() / 4 + 8);
     for ev in Parser::new_from_str(text) {
         match ev {
             Ok((Event::DocumentEnd, span)) => {
@@ -1219,10 +1279,10 @@ pub fn unmarshal(text: &str) -> Result<Value, String> {
         .position(|(e, _)| matches!(e, Event::DocumentStart(..)))
         .map(|p| p + 1);
     let Some(start) = start else {
-        return Ok(Value::Nil);
+        return Ok(None);
     };
     if matches!(events.get(start), Some((Event::DocumentEnd, _)) | None) {
-        return Ok(Value::Nil);
+        return Ok(None);
     }
     let mut loader = Loader {
         // yaml.v2 counts the document node too.
@@ -1232,10 +1292,10 @@ pub fn unmarshal(text: &str) -> Result<Value, String> {
         pos: start,
         anchors: BTreeMap::new(),
     };
-    let y = loader
+    loader
         .node()
-        .map_err(|e| format!("error converting YAML to JSON: {e}"))?;
-    to_json_value(y).map_err(|e| format!("error converting YAML to JSON: {e}"))
+        .map(Some)
+        .map_err(|e| format!("error converting YAML to JSON: {e}"))
 }
 
 #[cfg(test)]
@@ -1262,6 +1322,35 @@ mod tests {
 
     fn y(v: serde_json::Value) -> String {
         marshal(&Value::from_json(&v)).unwrap()
+    }
+
+    #[test]
+    fn unmarshal_keys_keeps_the_named_keys_and_every_error() {
+        let doc = "kind: A\nspec:\n  x: [1, 2]\nmetadata:\n  name: web\nkind: B\n";
+        let v = unmarshal_keys(doc, &["kind", "metadata"]).unwrap();
+        assert_eq!(
+            v.to_json().unwrap(),
+            json!({"kind": "B", "metadata": {"name": "web"}})
+        );
+        // Errors anywhere in the document are unmarshal's, first one first.
+        for bad in [
+            "kind: A\nspec:\n  x: .inf\n",
+            "kind: A\nspec:\n  ? [1]\n  : 2\n",
+            "kind: A\nspec: {~: 1, a: .nan}\n",
+            "kind: A\nspec: [\n",
+            "- .inf\n",
+        ] {
+            assert_eq!(
+                unmarshal_keys(bad, &["kind"]).unwrap_err(),
+                unmarshal(bad).unwrap_err(),
+                "{bad}"
+            );
+        }
+        assert!(matches!(unmarshal_keys("", &["kind"]), Ok(Value::Nil)));
+        assert!(matches!(
+            unmarshal_keys("x", &["kind"]),
+            Ok(Value::String(_))
+        ));
     }
 
     #[test]

@@ -454,13 +454,7 @@ fn signature_algorithm(key: &PrivateKey) -> Result<Vec<u8>, String> {
 fn sign(key: &PrivateKey, message: &[u8]) -> Result<Vec<u8>, String> {
     match key {
         PrivateKey::Rsa(k) => {
-            // Go 1.24 and later refuse to sign with keys under 1024 bits (rsa1024min=1).
-            let bits = k.n().bits();
-            if bits < 1024 {
-                return Err(format!(
-                    "crypto/rsa: {bits}-bit keys are insecure (see https://go.dev/pkg/crypto/rsa#hdr-Minimum_key_size)"
-                ));
-            }
+            check_signing_key(key)?;
             let digest = <rsa::sha2::Sha256 as rsa::sha2::Digest>::digest(message);
             k.sign(rsa::Pkcs1v15Sign::new::<rsa::sha2::Sha256>(), &digest)
                 .map_err(|e| e.to_string())
@@ -609,6 +603,19 @@ pub struct Template {
     pub is_ca: bool,
 }
 
+impl Template {
+    /// The template of a certificate authority (`genCA`).
+    pub fn authority(common_name: Vec<u8>, days_valid: i64) -> Template {
+        Template {
+            common_name,
+            ips: Vec::new(),
+            dns_names: Vec::new(),
+            days_valid,
+            is_ca: true,
+        }
+    }
+}
+
 /// Go's `asn1.Marshal(pkix.Name{CommonName: cn}.ToRDNSequence())`: a PrintableString when
 /// every character is allowed in one (no `*` or `&`), else a UTF8String.
 fn subject_der(cn: &[u8]) -> Result<Vec<u8>, String> {
@@ -702,6 +709,89 @@ fn create(
     })
 }
 
+/// The errors [`create`] would report for `template` signed by `signer` (none: self-signed)
+/// that do not depend on the new key, in Go's order: what `genCA`, `genSelfSignedCert` and
+/// `genSignedCert` check at the call before they leave making the RSA key and the certificate
+/// to the first reader of the result (a fresh RSA-2048 key adds no error of its own).
+pub fn check_new_key_certificate(
+    template: &Template,
+    signer: Option<&Signer>,
+) -> Result<(), String> {
+    let check = || -> Result<(), String> {
+        if let Some(s) = signer {
+            signature_algorithm(&s.key)?;
+        }
+        subject_der(&template.common_name)?;
+        if let Some(s) = signer {
+            check_parent_key(&s.parent, &s.key)?;
+        }
+        check_names(template)?;
+        validity_end(template, jiff::Timestamp::now())?;
+        if let Some(s) = signer {
+            check_signing_key(&s.key)?;
+        }
+        Ok(())
+    };
+    check().map_err(|e| format!("error creating certificate: {e}"))
+}
+
+/// `x509.CreateCertificate`: the parent's public key must be the signer's.
+fn check_parent_key(p: &Parent, signer: &PrivateKey) -> Result<(), String> {
+    let (signer_bytes, _) = marshal_public_key(signer)?;
+    let known = [oids::RSA, oids::EC_PUBLIC_KEY, oids::ED25519, oids::DSA];
+    if known.contains(&p.public_key.0.as_slice())
+        && (p.public_key.0 != public_key_oid(signer) || p.public_key.1 != signer_bytes)
+    {
+        return Err("x509: provided PrivateKey doesn't match parent's PublicKey".into());
+    }
+    Ok(())
+}
+
+/// DNS names must be IA5Strings.
+fn check_names(template: &Template) -> Result<(), String> {
+    for name in &template.dns_names {
+        if !name.is_ascii() {
+            return Err(format!(
+                "x509: {} cannot be encoded as an IA5String",
+                super::super::super::print::quote(name)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The end of the validity period starting at `not_before`.
+fn validity_end(
+    template: &Template,
+    not_before: jiff::Timestamp,
+) -> Result<jiff::Timestamp, String> {
+    // Go's Duration arithmetic wraps on overflow (about 106,751 days).
+    let validity = jiff::SignedDuration::from_nanos(DAY_NANOS.wrapping_mul(template.days_valid));
+    not_before
+        .checked_add(validity)
+        .map_err(|e| format!("invalid validity: {e}"))
+}
+
+/// The errors of [`sign`] that the key alone decides.
+fn check_signing_key(key: &PrivateKey) -> Result<(), String> {
+    match key {
+        PrivateKey::Rsa(k) => {
+            // Go 1.24 and later refuse to sign with keys under 1024 bits (rsa1024min=1).
+            let bits = k.n().bits();
+            if bits < 1024 {
+                return Err(format!(
+                    "crypto/rsa: {bits}-bit keys are insecure (see https://go.dev/pkg/crypto/rsa#hdr-Minimum_key_size)"
+                ));
+            }
+            Ok(())
+        }
+        PrivateKey::Ecdsa(_) | PrivateKey::Ed25519(_) => Ok(()),
+        PrivateKey::Dsa(_) => {
+            Err("x509: certificate private key does not implement crypto.Signer".into())
+        }
+    }
+}
+
 fn create_certificate(
     template: &Template,
     signee: &PrivateKey,
@@ -728,13 +818,7 @@ fn create_certificate(
         Vec::new()
     };
     if let Some(p) = parent {
-        let (signer_bytes, _) = marshal_public_key(signer)?;
-        let known = [oids::RSA, oids::EC_PUBLIC_KEY, oids::ED25519, oids::DSA];
-        if known.contains(&p.public_key.0.as_slice())
-            && (p.public_key.0 != public_key_oid(signer) || p.public_key.1 != signer_bytes)
-        {
-            return Err("x509: provided PrivateKey doesn't match parent's PublicKey".into());
-        }
+        check_parent_key(p, signer)?;
     }
 
     let mut extensions: Vec<Vec<u8>> = Vec::new();
@@ -769,14 +853,9 @@ fn create_certificate(
         ));
     }
     if !template.dns_names.is_empty() || !template.ips.is_empty() {
+        check_names(template)?;
         let mut names: Vec<Vec<u8>> = Vec::new();
         for name in &template.dns_names {
-            if !name.is_ascii() {
-                return Err(format!(
-                    "x509: {} cannot be encoded as an IA5String",
-                    super::super::super::print::quote(name)
-                ));
-            }
             names.push(der::tlv(der::implicit(2), name.as_bytes()));
         }
         for ip in &template.ips {
@@ -792,11 +871,7 @@ fn create_certificate(
 
     let serial: Vec<u8> = super::super::random::bytes(16);
     let not_before = jiff::Timestamp::now();
-    // Go's Duration arithmetic wraps on overflow (about 106,751 days).
-    let validity = jiff::SignedDuration::from_nanos(DAY_NANOS.wrapping_mul(template.days_valid));
-    let not_after = not_before
-        .checked_add(validity)
-        .map_err(|e| format!("invalid validity: {e}"))?;
+    let not_after = validity_end(template, not_before)?;
 
     let mut tbs_parts: Vec<Vec<u8>> = vec![
         der::tlv(der::explicit(0), &der::small_int(2)),
@@ -849,14 +924,12 @@ pub fn certificate_authority(
     days_valid: i64,
     key: &PrivateKey,
 ) -> Result<Certificate, String> {
-    let template = Template {
-        common_name,
-        ips: Vec::new(),
-        dns_names: Vec::new(),
-        days_valid,
-        is_ca: true,
-    };
-    create(&template, key, None, key)
+    create(
+        &Template::authority(common_name, days_valid),
+        key,
+        None,
+        key,
+    )
 }
 
 /// sprig's `generateSelfSignedCertificateWithKeyInternal`.

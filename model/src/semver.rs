@@ -21,6 +21,9 @@ pub struct Version {
     pub original: String,
 }
 
+/// Masterminds' loose version pattern: matched by hand in [`loose_parts`], kept as the oracle of
+/// its test.
+#[cfg(test)]
 const LOOSE: &str = r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
 const CV: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
 const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
@@ -39,6 +42,7 @@ macro_rules! lazy_regex {
     };
 }
 
+#[cfg(test)]
 lazy_regex!(version_regex, format!("^{LOOSE}$"));
 lazy_regex!(constraint_regex, format!(r"^{WS}*({OPS}){WS}*({CV}){WS}*$"));
 lazy_regex!(range_regex, format!(r"{WS}*({CV}){WS}+-{WS}+({CV}){WS}*"));
@@ -47,6 +51,68 @@ lazy_regex!(
     valid_regex,
     format!(r"^({WS}*({OPS}){WS}*({CV}){WS}*)((?:{WS}+|,{WS}*)({OPS}){WS}*({CV}){WS}*)*$")
 );
+
+/// The parts of `^LOOSE$` (Masterminds' loose version pattern), matched by hand: it is a plain
+/// left-to-right grammar, and compiling its regular expression was most of the cost of parsing
+/// one chart version in a short-lived `render chart`. `minor`/`patch` include their dot.
+#[derive(Debug, PartialEq, Eq)]
+struct LooseParts<'a> {
+    major: &'a str,
+    minor: Option<&'a str>,
+    patch: Option<&'a str>,
+    pre: Option<&'a str>,
+    metadata: Option<&'a str>,
+}
+
+fn loose_parts(text: &str) -> Option<LooseParts<'_>> {
+    fn digits(s: &str) -> usize {
+        s.bytes().take_while(u8::is_ascii_digit).count()
+    }
+    /// `[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*`
+    fn dotted_identifiers(s: &str) -> bool {
+        s.split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+    }
+    let s = text.strip_prefix('v').unwrap_or(text);
+    let n = digits(s);
+    if n == 0 {
+        return None;
+    }
+    let (major, mut rest) = s.split_at(n);
+    /// `\.[0-9]+` at the start of `rest`, consumed.
+    fn dotted_number<'a>(rest: &mut &'a str) -> Option<&'a str> {
+        let after = rest.strip_prefix('.')?;
+        let n = digits(after);
+        if n == 0 {
+            return None;
+        }
+        let (part, tail) = rest.split_at(n + 1);
+        *rest = tail;
+        Some(part)
+    }
+    let minor = dotted_number(&mut rest);
+    let patch = minor.and_then(|_| dotted_number(&mut rest));
+    let (before_meta, metadata) = match rest.split_once('+') {
+        Some((b, m)) => (b, Some(m)),
+        None => (rest, None),
+    };
+    let pre = match before_meta {
+        "" => None,
+        p => Some(p.strip_prefix('-')?),
+    };
+    if pre.is_some_and(|p| !dotted_identifiers(p))
+        || metadata.is_some_and(|m| !dotted_identifiers(m))
+    {
+        return None;
+    }
+    Some(LooseParts {
+        major,
+        minor,
+        patch,
+        pre,
+        metadata,
+    })
+}
 
 const NUM: &str = "0123456789";
 const ALLOWED: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789";
@@ -68,23 +134,20 @@ fn parse_segment(text: &str) -> Result<u64, String> {
 impl Version {
     /// `semver.NewVersion` (with the default `CoerceNewVersion`).
     pub fn parse(v: &str) -> Result<Version, String> {
-        let caps = version_regex()
-            .captures(v)
-            .ok_or("invalid semantic version")?;
-        let get = |i: usize| caps.get(i).map(|m| m.as_str()).unwrap_or("");
+        let parts = loose_parts(v).ok_or("invalid semantic version")?;
         let mut ver = Version {
-            major: parse_segment(get(1))?,
+            major: parse_segment(parts.major)?,
             minor: 0,
             patch: 0,
-            pre: get(5).to_string(),
-            metadata: get(8).to_string(),
+            pre: parts.pre.unwrap_or_default().to_string(),
+            metadata: parts.metadata.unwrap_or_default().to_string(),
             original: v.to_string(),
         };
-        if !get(2).is_empty() {
-            ver.minor = parse_segment(&get(2)[1..])?;
+        if let Some(minor) = parts.minor {
+            ver.minor = parse_segment(&minor[1..])?;
         }
-        if !get(3).is_empty() {
-            ver.patch = parse_segment(&get(3)[1..])?;
+        if let Some(patch) = parts.patch {
+            ver.patch = parse_segment(&patch[1..])?;
         }
         if !ver.pre.is_empty() {
             for p in ver.pre.split('.') {
@@ -113,10 +176,7 @@ impl Version {
     /// Whether `text` names one version: it parses with major, minor and patch all given
     /// (`1.2.3`, `v1.2.3-rc.1`; not `1.2`, `1.x` or a constraint such as `^1.2.3`).
     pub fn is_exact(text: &str) -> bool {
-        version_regex()
-            .captures(text)
-            .is_some_and(|c| c.get(2).is_some() && c.get(3).is_some())
-            && Version::parse(text).is_ok()
+        loose_parts(text).is_some_and(|p| p.patch.is_some()) && Version::parse(text).is_ok()
     }
 
     /// `Version.Compare`: by major, minor and patch, then a release above its prereleases,
@@ -395,6 +455,59 @@ fn tilde(c: &Constraint, v: &Version) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The regular expression's captures in [`LooseParts`]' shape.
+    fn regex_parts(text: &str) -> Option<LooseParts<'_>> {
+        let c = version_regex().captures(text)?;
+        let get = |i: usize| c.get(i).map(|m| m.as_str());
+        Some(LooseParts {
+            major: get(1)?,
+            minor: get(2),
+            patch: get(3),
+            pre: get(5),
+            metadata: get(8),
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn hand_matching_equals_masterminds_loose_pattern(
+            text in "v?[0-9a]{0,3}(\\.[0-9x]{0,2}){0,4}(-[0-9A-Za-z.+-]{0,6})?(\\+[0-9A-Za-z.+-]{0,6})?[ .a-]?"
+        ) {
+            prop_assert_eq!(loose_parts(&text), regex_parts(&text), "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn hand_matching_edge_cases() {
+        for text in [
+            "",
+            "v",
+            "vv1",
+            "1",
+            "v1.2",
+            "1.2.3",
+            "1.2.3.4",
+            "1..2",
+            "1.2.",
+            "01.002.3",
+            "1.2.3-",
+            "1.2.3--",
+            "1.2.3-a..b",
+            "1.2.3-a.b+c",
+            "1.2.3+",
+            "1.2.3+a+b",
+            "1-rc.1",
+            "1.2-x",
+            "1.2.3-+m",
+            "1.2.3 ",
+            "１.2.3",
+            "1.2.3-é",
+        ] {
+            assert_eq!(loose_parts(text), regex_parts(text), "{text:?}");
+        }
+    }
 
     fn cmp(c: &str, v: &str) -> bool {
         Constraints::parse(c)

@@ -480,6 +480,19 @@ fn short_body(body: &[u8]) -> String {
 }
 
 impl<'a> RegistrySession<'a> {
+    /// A 2xx answer, or the status error naming `what` (and whether credentials were sent).
+    fn require_success(&self, what: &str, response: &HttpResponse) -> Result<(), SourceError> {
+        if (200..300).contains(&response.status) {
+            return Ok(());
+        }
+        Err(status_error(
+            what,
+            response.status,
+            self.credentials.is_some(),
+            &response.body,
+        ))
+    }
+
     pub fn new(
         transport: &'a dyn HttpTransport,
         reference: Reference,
@@ -676,14 +689,7 @@ impl<'a> RegistrySession<'a> {
         let response = self
             .send(&token_what, &url, None, auth.as_deref(), 1 << 20)
             .await?;
-        if !(200..300).contains(&response.status) {
-            return Err(status_error(
-                &token_what,
-                response.status,
-                self.credentials.is_some(),
-                &response.body,
-            ));
-        }
+        self.require_success(&token_what, &response)?;
         let answer: TokenAnswer =
             serde_json::from_slice(&response.body).map_err(|e| SourceError::InvalidResponse {
                 what: token_what.clone(),
@@ -733,14 +739,7 @@ impl<'a> RegistrySession<'a> {
         let response = self
             .get(&what, &url, Some(accept), MAX_MANIFEST_BYTES)
             .await?;
-        if !(200..300).contains(&response.status) {
-            return Err(status_error(
-                &what,
-                response.status,
-                self.credentials.is_some(),
-                &response.body,
-            ));
-        }
+        self.require_success(&what, &response)?;
         let digest = sha256_digest(&response.body);
         if reference.starts_with("sha256:") && digest != reference {
             return Err(SourceError::DigestMismatch {
@@ -829,14 +828,7 @@ impl<'a> RegistrySession<'a> {
                 Some(("application/octet-stream", bytes)),
             )
             .await?;
-        if !(200..300).contains(&done.status) {
-            return Err(status_error(
-                &what,
-                done.status,
-                self.credentials.is_some(),
-                &done.body,
-            ));
-        }
+        self.require_success(&what, &done)?;
         Ok(digest)
     }
 
@@ -853,14 +845,7 @@ impl<'a> RegistrySession<'a> {
         let response = self
             .request(&what, "PUT", &url, None, 1 << 20, Some((media_type, bytes)))
             .await?;
-        if !(200..300).contains(&response.status) {
-            return Err(status_error(
-                &what,
-                response.status,
-                self.credentials.is_some(),
-                &response.body,
-            ));
-        }
+        self.require_success(&what, &response)?;
         Ok(digest)
     }
 
@@ -883,14 +868,7 @@ impl<'a> RegistrySession<'a> {
         let response = self
             .get(&what, &url, None, self.limits.max_blob_bytes)
             .await?;
-        if !(200..300).contains(&response.status) {
-            return Err(status_error(
-                &what,
-                response.status,
-                self.credentials.is_some(),
-                &response.body,
-            ));
-        }
+        self.require_success(&what, &response)?;
         let actual = sha256_digest(&response.body);
         if actual != descriptor.digest {
             return Err(SourceError::DigestMismatch {

@@ -100,8 +100,11 @@ log "tests"
 cargo nextest run --workspace --locked --no-fail-fast
 cargo test --workspace --doc --locked
 
+# The bench binaries are built with the dev profile: clippy --all-targets has already type-checked
+# them, this proves they link and reuses the test build's artifacts (the LTO bench profile took
+# about 20 of CI's minutes). Measurements use `cargo bench`, which keeps the optimised profile.
 log "benchmarks build"
-cargo bench --workspace --no-run --locked
+cargo bench --workspace --no-run --locked --profile dev
 
 # --- BEGIN packaging test (packaging/test-deb.sh) -------------------------------------------------
 # Builds the .deb from the debug build above (LSA_DEB_PROFILE=dev: no release build; installs

@@ -24,6 +24,7 @@ use super::dataflow::{
     imported_refs, imports_hash, is_successor, name, namespace, own_scope, parent_name,
     predecessor_cycle, subinstallation_object,
 };
+use super::workflow;
 use crate::daemon::controllers::jobs::{
     add_finalizer, is_deletion_phase, is_final, is_finished, remove_finalizer, set_annotation,
     with_status,
@@ -1109,7 +1110,7 @@ fn run_phase(value: &Value, inst: &Installation, dirty: bool, view: &View, now: 
     // Writes of a phase that waits (a normal error), committed with the error.
     let mut pending = Vec::new();
     let result: PhaseResult = match phase {
-        Phase::Init => phase_init(value, inst, &status, &job_id, view),
+        Phase::Init => phase_init(value, inst, &status, &job_id, view, time),
         Phase::CleanupOrphaned => {
             let deleting: Vec<Installation> = children
                 .subs
@@ -1308,6 +1309,7 @@ fn phase_init(
     status: &InstallationStatus,
     job_id: &str,
     view: &View,
+    now: &str,
 ) -> PhaseResult {
     const OP: &str = "handlePhaseInit";
     let Some(iv) = &view.init else {
@@ -1371,11 +1373,38 @@ fn phase_init(
     let mut active = Vec::new();
     let mut orphaned = Vec::new();
     let mut existing: BTreeMap<String, &Value> = BTreeMap::new();
+    // Workflow conditions of the subinstallation templates (issue 19); nothing without a block.
+    let sub_status: BTreeMap<String, Value> = children
+        .subs
+        .iter()
+        .filter(|(_, s)| s.metadata.deletion_timestamp.is_none())
+        .filter_map(|(v, s)| {
+            let t = annotation(s, SUBINSTALLATION_NAME_ANNOTATION)?;
+            Some((t.to_string(), v.get("status").cloned().unwrap_or(json!({}))))
+        })
+        .collect();
+    let gate = workflow::gate(
+        &format!("blueprint of Installation {ns}/{}", name(inst)),
+        &rendered.subinstallations,
+        values,
+        &sub_status,
+    )
+    .map_err(|m| PhaseError::Fatal(LsError::new(OP, "InvalidWorkflowCondition", m)))?;
     for (v, s) in &children.subs {
         let template_name = annotation(s, SUBINSTALLATION_NAME_ANNOTATION)
             .unwrap_or_default()
             .to_string();
         if s.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        if let Some(workflow::Exclusion::Removed(_)) = gate.excluded.get(&template_name) {
+            // Deleted waiting for its successors (no delete-ignore-successors): the
+            // subtree goes in reverse order.
+            orphaned.push(object::name(v).to_string());
+            writes.push(Write::Delete {
+                key: ObjectKey::new(Kind::Installation, ns, object::name(v)),
+                resource_version: None,
+            });
             continue;
         }
         if rendered
@@ -1399,6 +1428,20 @@ fn phase_init(
     }
     for template in &rendered.subinstallations {
         let current = existing.get(&template.name).copied();
+        match gate.excluded.get(&template.name) {
+            Some(workflow::Exclusion::Removed(_)) => continue,
+            Some(workflow::Exclusion::Inactive(_)) => {
+                // Left as it is: neither created, updated nor deleted.
+                if let Some(current) = current {
+                    active.push(SubNamePair {
+                        spec_name: template.name.clone(),
+                        object_name: object::name(current).to_string(),
+                    });
+                }
+                continue;
+            }
+            None => {}
+        }
         let sub = subinstallation_object(
             inst,
             value,
@@ -1427,6 +1470,16 @@ fn phase_init(
     cache.orphaned_subs = (!orphaned.is_empty()).then_some(orphaned);
     let mut s = status.clone();
     s.sub_inst_cache = Some(cache);
+    let with_block: Vec<String> = rendered
+        .subinstallations
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    if !gate.results.is_empty() || s.conditions.as_ref().is_some_and(|c| !c.is_empty()) {
+        let mut list = s.conditions.take().unwrap_or_default();
+        workflow::record(&mut list, &gate, &with_block, now);
+        s.conditions = (!list.is_empty()).then_some(list);
+    }
     let execution = children.execution.as_ref();
     if !rendered.deploy_items.is_empty() || execution.is_some() {
         let exec = execution_object(

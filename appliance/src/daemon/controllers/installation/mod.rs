@@ -12,6 +12,7 @@ pub mod machine;
 mod sequences;
 #[cfg(test)]
 mod tests;
+pub mod workflow;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,0 +1,379 @@
+//! Workflow conditions on subinstallations (issue 19), pure: which subinstallation templates of
+//! an Installation are left out of this job because a reconcile precondition or activation
+//! condition (the `appliance:` block of a subinstallation template) is false, and the condition
+//! results recorded in the Installation's `status.conditions`.
+//!
+//! * reconcile precondition false: the subinstallation is not created, an existing one is
+//!   deleted, and so is every sibling that (transitively, by data flow) depends on it. They are
+//!   deleted without `delete-ignore-successors`, so Landscaper's successor check makes each one
+//!   wait until its successors are gone: the teardown runs in reverse order;
+//! * activation condition false: the subinstallation is neither created nor updated nor deleted,
+//!   its dependents are removed as for a false precondition;
+//! * a condition that cannot be evaluated fails the job (it never counts as false, so nothing is
+//!   deleted because of it).
+//!
+//! Without a block on any template nothing changes (the gate excludes nothing and records no
+//! condition).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use landscaper_store::model::ExtensionPlace;
+use landscaper_store::model::{Condition, Installation, InstallationSpec};
+use landscaper_templating::blueprint::InstallationTemplate;
+use landscaper_workflow::conditions::{
+    Activation, ConditionKind, ConditionResult, Variables, compile_block,
+};
+use serde_json::{Map, Value, json};
+
+use super::dataflow::is_successor;
+
+/// What becomes of a subinstallation template in this job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exclusion {
+    /// Its reconcile precondition is false, or a predecessor is excluded: not created, deleted
+    /// when it exists.
+    Removed(String),
+    /// Its activation condition is false: left as it is.
+    Inactive(String),
+}
+
+/// The gate's result.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gate {
+    /// Template name to why it is left out.
+    pub excluded: BTreeMap<String, Exclusion>,
+    /// `(template, kind, result)` of every evaluated condition, in template order.
+    pub results: Vec<(String, ConditionKind, ConditionResult)>,
+}
+
+/// The `status.conditions` type of a subinstallation's condition on its parent:
+/// `<template>/<ConditionType>` (as Executions record their deploy items' conditions).
+pub fn condition_type(template: &str, kind: ConditionKind) -> String {
+    format!("{template}/{}", kind.condition_type())
+}
+
+fn block_field(template: &str) -> String {
+    format!("subinstallations[{template}].appliance")
+}
+
+/// Compiles and evaluates the conditions of every template carrying a block. `object` names
+/// the blueprint (e.g. `blueprint of Installation ns/name`); `imports` are the Installation's
+/// imports; `existing` the status of the template's current subinstallation (for `self`).
+/// An expression that does not compile or cannot be evaluated is an error naming the
+/// blueprint, the subinstallation and the field.
+pub fn gate(
+    object: &str,
+    templates: &[InstallationTemplate],
+    imports: &Map<String, Value>,
+    existing: &BTreeMap<String, Value>,
+) -> Result<Gate, String> {
+    let mut out = Gate::default();
+    if templates.iter().all(|t| t.appliance.is_none()) {
+        return Ok(out);
+    }
+    let imports = Value::Object(imports.clone());
+    let objects = json!({});
+    let mut removed_roots = Vec::new();
+    for t in templates {
+        let Some(ext) = &t.appliance else { continue };
+        let field = block_field(&t.name);
+        let compiled = compile_block(
+            &format!("{object}: subinstallation {}", t.name),
+            &field,
+            ExtensionPlace::InstallationTemplate,
+            Some(ext),
+        )
+        .map_err(|e| e.to_string())?;
+        let this = existing.get(&t.name).cloned().unwrap_or_else(|| json!({}));
+        let vars = Variables {
+            imports: &imports,
+            this: &this,
+            objects: &objects,
+        };
+        let activation = compiled.activation_condition.as_ref().map(|a| match a {
+            Activation::CrdPresent(name) => ConditionResult::Error {
+                message: format!(
+                    "activationCondition crdPresent {name:?} applies to deploy items only (a subinstallation has no target cluster)"
+                ),
+            },
+            a => a.evaluate(vars, &BTreeSet::new()),
+        });
+        let precondition = compiled
+            .reconcile_precondition
+            .as_ref()
+            .map(|e| e.evaluate(ConditionKind::ReconcilePrecondition, vars));
+        for (kind, result) in [
+            (ConditionKind::ActivationCondition, &activation),
+            (ConditionKind::ReconcilePrecondition, &precondition),
+        ] {
+            let Some(result) = result else { continue };
+            if let ConditionResult::Error { message } = result {
+                return Err(format!(
+                    "{object}: subinstallation {}: {field}.{kind}: {message}",
+                    t.name
+                ));
+            }
+            out.results.push((t.name.clone(), kind, result.clone()));
+        }
+        if let Some(r @ ConditionResult::NotMet { .. }) = &activation {
+            out.excluded.insert(
+                t.name.clone(),
+                Exclusion::Inactive(format!("inactive: {}", r.message())),
+            );
+            removed_roots.push((t.name.clone(), false));
+        } else if let Some(r @ ConditionResult::NotMet { .. }) = &precondition {
+            out.excluded.insert(
+                t.name.clone(),
+                Exclusion::Removed(format!("skipped: precondition not met: {}", r.message())),
+            );
+            removed_roots.push((t.name.clone(), true));
+        }
+    }
+    // Everything depending on an excluded template, transitively, is removed.
+    let as_inst: Vec<(String, Installation)> = templates
+        .iter()
+        .map(|t| {
+            let mut i = Installation::default();
+            i.spec = InstallationSpec {
+                imports: Some(t.imports.clone()),
+                exports: Some(t.exports.clone()),
+                ..Default::default()
+            };
+            (t.name.clone(), i)
+        })
+        .collect();
+    let mut queue: Vec<String> = removed_roots.into_iter().map(|(n, _)| n).collect();
+    while let Some(name) = queue.pop() {
+        let Some((_, from)) = as_inst.iter().find(|(n, _)| *n == name) else {
+            continue;
+        };
+        for (succ, inst) in &as_inst {
+            if *succ != name && !out.excluded.contains_key(succ) && is_successor(from, inst) {
+                out.excluded.insert(
+                    succ.clone(),
+                    Exclusion::Removed(format!(
+                        "skipped: depends on {name}, whose condition is not met"
+                    )),
+                );
+                queue.push(succ.clone());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Sets the conditions of `gate` in `list` (an entry keeps its `lastTransitionTime` while its
+/// status stays), and drops the entries of templates that no longer carry that condition.
+pub fn record(list: &mut Vec<Condition>, gate: &Gate, templates: &[String], now: &str) {
+    let ours = |t: &str| {
+        templates.iter().any(|n| {
+            ConditionKind::ALL
+                .iter()
+                .any(|k| condition_type(n, *k) == t)
+        })
+    };
+    let previous: Vec<Condition> = std::mem::take(list);
+    list.extend(previous.iter().filter(|c| !ours(&c.r#type)).cloned());
+    for (template, kind, result) in &gate.results {
+        let ty = condition_type(template, *kind);
+        let prev = previous.iter().find(|c| c.r#type == ty);
+        let mut c = result.to_condition(*kind, prev, now);
+        if let Some(p) = prev
+            && p.status == c.status
+            && p.message == c.message
+        {
+            c.last_update_time = p.last_update_time.clone();
+        }
+        c.r#type = ty;
+        list.push(c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use landscaper_store::model::WorkflowExtension;
+    use landscaper_store::model::{
+        DataExport, DataImport, InstallationExports, InstallationImports,
+    };
+
+    fn template(
+        name: &str,
+        imports: &[&str],
+        exports: &[&str],
+        pre: Option<&str>,
+    ) -> InstallationTemplate {
+        InstallationTemplate {
+            name: name.into(),
+            imports: InstallationImports {
+                data: Some(
+                    imports
+                        .iter()
+                        .map(|d| DataImport {
+                            name: d.to_string(),
+                            data_ref: Some(d.to_string()),
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+                targets: None,
+            },
+            exports: InstallationExports {
+                data: Some(
+                    exports
+                        .iter()
+                        .map(|d| DataExport {
+                            name: d.to_string(),
+                            data_ref: d.to_string(),
+                        })
+                        .collect(),
+                ),
+                targets: None,
+            },
+            appliance: pre.map(|p| WorkflowExtension {
+                reconcile_precondition: Some(p.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn imports(flag: bool) -> Map<String, Value> {
+        json!({"monitoring": flag})
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// a → b → c (data flow), d independent; a carries the feature-flag precondition.
+    fn chain() -> Vec<InstallationTemplate> {
+        vec![
+            template("a", &[], &["x"], Some("imports.monitoring")),
+            template("b", &["x"], &["y"], None),
+            template("c", &["y"], &[], None),
+            template("d", &[], &[], None),
+        ]
+    }
+
+    #[test]
+    fn no_block_excludes_nothing() {
+        let t = vec![
+            template("a", &[], &["x"], None),
+            template("b", &["x"], &[], None),
+        ];
+        let g = gate("bp", &t, &imports(false), &BTreeMap::new()).unwrap();
+        assert_eq!(g, Gate::default());
+    }
+
+    #[test]
+    fn false_precondition_removes_the_subtree_only() {
+        let g = gate("bp", &chain(), &imports(false), &BTreeMap::new()).unwrap();
+        let names: Vec<&str> = g.excluded.keys().map(String::as_str).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert!(
+            matches!(&g.excluded["a"], Exclusion::Removed(m) if m.starts_with("skipped: precondition not met"))
+        );
+        assert!(matches!(&g.excluded["c"], Exclusion::Removed(m) if m.contains("depends on b")));
+        assert_eq!(g.results.len(), 1);
+        assert_eq!(g.results[0].2.status(), "False");
+    }
+
+    #[test]
+    fn true_precondition_keeps_everything_and_records_true() {
+        let g = gate("bp", &chain(), &imports(true), &BTreeMap::new()).unwrap();
+        assert!(g.excluded.is_empty());
+        assert_eq!(g.results[0].0, "a");
+        assert_eq!(g.results[0].2.status(), "True");
+    }
+
+    #[test]
+    fn false_activation_leaves_the_template_and_removes_its_dependents() {
+        let mut t = chain();
+        t[0].appliance = Some(WorkflowExtension {
+            activation_condition: Some(landscaper_store::model::ActivationCondition::Expression(
+                "imports.monitoring".into(),
+            )),
+            ..Default::default()
+        });
+        let g = gate("bp", &t, &imports(false), &BTreeMap::new()).unwrap();
+        assert!(matches!(&g.excluded["a"], Exclusion::Inactive(_)));
+        assert!(matches!(&g.excluded["b"], Exclusion::Removed(_)));
+        assert!(!g.excluded.contains_key("d"));
+    }
+
+    #[test]
+    fn unevaluable_precondition_is_an_error_naming_blueprint_subinstallation_and_field() {
+        let mut t = chain();
+        t[0].appliance = Some(WorkflowExtension {
+            reconcile_precondition: Some("imports.missing".into()),
+            ..Default::default()
+        });
+        let e = gate(
+            "blueprint of Installation ns/root",
+            &t,
+            &imports(false),
+            &BTreeMap::new(),
+        )
+        .unwrap_err();
+        assert!(e.contains("blueprint of Installation ns/root"), "{e}");
+        assert!(e.contains("subinstallation a"), "{e}");
+        assert!(
+            e.contains("subinstallations[a].appliance.reconcilePrecondition"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn invalid_expression_is_a_blueprint_error() {
+        let mut t = chain();
+        t[1].appliance = Some(WorkflowExtension {
+            reconcile_precondition: Some("imports.(".into()),
+            ..Default::default()
+        });
+        let e = gate(
+            "blueprint of Installation ns/root",
+            &t,
+            &imports(true),
+            &BTreeMap::new(),
+        )
+        .unwrap_err();
+        assert!(e.contains("subinstallation b"), "{e}");
+        assert!(
+            e.contains("subinstallations[b].appliance.reconcilePrecondition"),
+            "{e}"
+        );
+        assert!(e.contains("invalid CEL"), "{e}");
+    }
+
+    #[test]
+    fn record_keeps_transition_time_while_status_stays() {
+        let g = gate("bp", &chain(), &imports(false), &BTreeMap::new()).unwrap();
+        let names = vec!["a".to_string()];
+        let mut list = vec![Condition {
+            r#type: "Other".into(),
+            status: "True".into(),
+            ..Default::default()
+        }];
+        record(&mut list, &g, &names, "t1");
+        record(&mut list, &g, &names, "t2");
+        assert_eq!(list.len(), 2);
+        let c = list
+            .iter()
+            .find(|c| c.r#type == "a/ReconcilePrecondition")
+            .unwrap();
+        assert_eq!(c.status, "False");
+        assert_eq!(c.reason, "ConditionNotMet");
+        assert_eq!(c.last_transition_time.as_deref(), Some("t1"));
+        let g = gate("bp", &chain(), &imports(true), &BTreeMap::new()).unwrap();
+        record(&mut list, &g, &names, "t3");
+        let c = list
+            .iter()
+            .find(|c| c.r#type == "a/ReconcilePrecondition")
+            .unwrap();
+        assert_eq!(c.status, "True");
+        assert_eq!(c.last_transition_time.as_deref(), Some("t3"));
+        // A template without the condition any more: its entry goes.
+        record(&mut list, &Gate::default(), &names, "t4");
+        assert_eq!(list.len(), 1);
+    }
+}

@@ -246,6 +246,14 @@ pub fn describe(args: &DescribeArgs, out: &mut impl Write) -> anyhow::Result<()>
     let namespace = args.namespace.as_deref().unwrap_or("default");
     let object = client.get_json(&api_path(kind, Some(namespace), Some(&args.name)))?;
     write!(out, "{}", to_yaml(&object)?)?;
+    let conditions = condition_rows(&object, jiff::Timestamp::now());
+    if !conditions.is_empty() {
+        writeln!(out, "\nConditions:")?;
+        let header: Vec<String> = ["TYPE", "STATUS", "REASON", "MESSAGE", "AGE"]
+            .map(String::from)
+            .to_vec();
+        write_columns(&header, &conditions, out)?;
+    }
     let ns = if kind.namespaced() { namespace } else { "" };
     let history = client.get_json(&format!(
         "/appliance/v1/history?kind={}&namespace={}&name={}&limit={}",
@@ -292,6 +300,31 @@ pub fn describe(args: &DescribeArgs, out: &mut impl Write) -> anyhow::Result<()>
         })
         .collect();
     write_columns(&header, &rows, out)
+}
+
+/// The rows of `status.conditions` (Installations, Executions, DeployItems alike): type,
+/// status, reason, message and the age of the last transition.
+pub fn condition_rows(object: &Value, now: jiff::Timestamp) -> Vec<Vec<String>> {
+    let Some(list) = object["status"]["conditions"].as_array() else {
+        return Vec::new();
+    };
+    list.iter()
+        .map(|c| {
+            let text = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            let age = c["lastTransitionTime"]
+                .as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .map(|t| crate::daemon::api::table::human_duration(now.as_second() - t.as_second()))
+                .unwrap_or_else(|| "<unknown>".into());
+            vec![
+                text("type"),
+                text("status"),
+                text("reason"),
+                text("message"),
+                age,
+            ]
+        })
+        .collect()
 }
 
 /// The API token for writes: from `token_file` when given, else the token in `env_token`, else
@@ -649,6 +682,29 @@ pub fn tree(args: &TreeArgs, out: &mut impl Write) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn condition_rows_show_type_status_reason_message_and_age() {
+        let o = json!({"status": {"conditions": [{
+            "type": "a/ReconcilePrecondition", "status": "False",
+            "lastTransitionTime": "2026-01-01T00:00:00Z", "lastUpdateTime": "2026-01-01T00:00:00Z",
+            "reason": "ConditionNotMet", "message": "reconcilePrecondition \"imports.flag\" is false"
+        }, {"type": "x", "status": "Unknown", "reason": "ConditionError", "message": "m"}]}});
+        let now: jiff::Timestamp = "2026-01-01T00:01:30Z".parse().unwrap();
+        let rows = condition_rows(&o, now);
+        assert_eq!(
+            rows[0],
+            [
+                "a/ReconcilePrecondition",
+                "False",
+                "ConditionNotMet",
+                "reconcilePrecondition \"imports.flag\" is false",
+                "90s"
+            ]
+        );
+        assert_eq!(rows[1][4], "<unknown>");
+        assert!(condition_rows(&json!({"status": {}}), now).is_empty());
+    }
 
     #[test]
     fn resolves_every_spelling_of_a_kind() {

@@ -463,6 +463,8 @@ pub struct TreeNode {
     pub job_id_finished: Option<String>,
     /// `status.lastError`, when set.
     pub last_error: Option<Value>,
+    /// Its workflow conditions that do not hold ([`condition_notes`]).
+    pub condition_notes: Vec<String>,
     pub children: Vec<TreeNode>,
 }
 
@@ -486,6 +488,7 @@ impl TreeNode {
                 .pointer("/status/lastError")
                 .filter(|e| e.is_object())
                 .cloned(),
+            condition_notes: condition_notes(object),
             children: Vec::new(),
         }
     }
@@ -499,9 +502,48 @@ impl TreeNode {
             "jobID": self.job_id,
             "jobIDFinished": self.job_id_finished,
             "lastError": self.last_error,
+            "conditionNotes": self.condition_notes,
             "children": self.children.iter().map(TreeNode::to_json).collect::<Vec<_>>(),
         })
     }
+}
+
+/// The object's workflow conditions (`status.conditions` of the types `ReconcilePrecondition`,
+/// `ReadyPostcondition`, `DeletePostcondition`, `ActivationCondition`, alone or as
+/// `<dependent>/<type>` on the owner) that do not hold, as `tree` marks them, e.g.
+/// `a: skipped: precondition not met`.
+pub fn condition_notes(object: &Value) -> Vec<String> {
+    let Some(list) = object["status"]["conditions"].as_array() else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|c| {
+            let ty = c["type"].as_str()?;
+            let (dependent, kind) = match ty.rsplit_once('/') {
+                Some((d, k)) => (Some(d), k),
+                None => (None, ty),
+            };
+            let what = match (kind, c["status"].as_str()?) {
+                (_, "True") => return None,
+                ("ReconcilePrecondition", "False") => "skipped: precondition not met",
+                ("ActivationCondition", "False") => "inactive: activation condition not met",
+                ("ReadyPostcondition", "False") => "waiting: ready postcondition not met",
+                ("DeletePostcondition", "False") => "waiting: delete postcondition not met",
+                (
+                    "ReconcilePrecondition"
+                    | "ActivationCondition"
+                    | "ReadyPostcondition"
+                    | "DeletePostcondition",
+                    _,
+                ) => "condition error",
+                _ => return None,
+            };
+            Some(match dependent {
+                Some(d) => format!("{d}: {what} ({kind})"),
+                None => format!("{what} ({kind})"),
+            })
+        })
+        .collect()
 }
 
 fn uid(object: &Value) -> &str {
@@ -619,6 +661,19 @@ pub fn print_tree(root: &TreeNode, out: &mut impl Write) -> anyhow::Result<()> {
                 _ => "│   ",
             }
         );
+        let bar = if node.children.is_empty() {
+            "    "
+        } else {
+            "│   "
+        };
+        for note in &node.condition_notes {
+            lines.push([
+                format!("{child_prefix}{bar}! {note}"),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
+        }
         for (i, child) in node.children.iter().enumerate() {
             let last = i + 1 == node.children.len();
             rows(
@@ -682,6 +737,33 @@ pub fn tree(args: &TreeArgs, out: &mut impl Write) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tree_marks_conditions_that_do_not_hold() {
+        let o = json!({"status": {"conditions": [
+            {"type": "a/ReconcilePrecondition", "status": "False"},
+            {"type": "d/ReconcilePrecondition", "status": "True"},
+            {"type": "ActivationCondition", "status": "False"},
+            {"type": "m/ReadyPostcondition", "status": "Unknown"},
+            {"type": "Other", "status": "False"}
+        ]}});
+        assert_eq!(
+            condition_notes(&o),
+            [
+                "a: skipped: precondition not met (ReconcilePrecondition)",
+                "inactive: activation condition not met (ActivationCondition)",
+                "m: condition error (ReadyPostcondition)",
+            ]
+        );
+        let node = TreeNode::of(Kind::Installation, &o);
+        let mut out = Vec::new();
+        print_tree(&node, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("    ! a: skipped: precondition not met"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn condition_rows_show_type_status_reason_message_and_age() {

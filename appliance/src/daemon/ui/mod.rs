@@ -554,6 +554,32 @@ mod tests {
             })
             .unwrap();
         assert!(detail.contains("name=\"operation\" value=\"interrupt\""));
+        assert!(
+            !detail.contains("h-conditions"),
+            "no conditions, no section"
+        );
+        let with = view::overview(&Snapshot {
+            installations: vec![json!({"metadata": {"name": "root", "namespace": "ns"},
+                "status": {"phase": "Succeeded", "conditions": [{"type": "a/ReconcilePrecondition",
+                    "status": "False", "reason": "ConditionNotMet",
+                    "message": "reconcilePrecondition \"imports.flag\" is <false>",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})],
+            ..Snapshot::default()
+        });
+        let detail = env
+            .get_template("installation.html")
+            .unwrap()
+            .render(minijinja::context! {
+                node => to_value(&with.roots[0]),
+                exports => to_value(Vec::<ExportView>::new()),
+                history => to_value(Vec::<HistoryRow>::new()),
+                revision => 1,
+            })
+            .unwrap();
+        assert!(detail.contains("h-conditions"), "{detail}");
+        assert!(detail.contains("a&#x2f;ReconcilePrecondition"), "{detail}");
+        assert!(detail.contains("ConditionNotMet"), "{detail}");
+        assert!(detail.contains("is &lt;false&gt;"), "escaped: {detail}");
         assert!(detail.contains("data-confirm="));
     }
 

@@ -42,6 +42,40 @@ pub struct Row {
     pub detail: Option<String>,
     /// `kind/namespace/name`: the element id the live updates use.
     pub key: String,
+    /// `status.conditions` (workflow conditions of issue 19), in their order.
+    pub conditions: Vec<ConditionView>,
+}
+
+/// One entry of `status.conditions`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ConditionView {
+    pub r#type: String,
+    pub status: String,
+    /// `ok` for `True`, `bad` for `False`/`Unknown`.
+    pub tone: &'static str,
+    pub reason: String,
+    pub message: String,
+    pub since: String,
+}
+
+/// The object's `status.conditions`.
+pub fn conditions(o: &Value) -> Vec<ConditionView> {
+    o["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let status = str_at(c, "/status").to_string();
+            ConditionView {
+                r#type: str_at(c, "/type").to_string(),
+                tone: if status == "True" { "ok" } else { "bad" },
+                status,
+                reason: str_at(c, "/reason").to_string(),
+                message: str_at(c, "/message").to_string(),
+                since: str_at(c, "/lastTransitionTime").to_string(),
+            }
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -153,6 +187,7 @@ pub fn row(kind: &'static str, o: &Value) -> Row {
         detail: (kind == "DeployItem")
             .then(|| str_at(o, "/spec/type").to_string())
             .filter(|t| !t.is_empty()),
+        conditions: conditions(o),
     }
 }
 

@@ -11,8 +11,8 @@ use std::time::Duration;
 use jiff::Timestamp;
 use landscaper_store::model::constants::*;
 use landscaper_store::model::{
-    DependentToTrigger, Execution, Installation, InstallationStatus, ObjectReference, Phase,
-    SubInstCache, SubNamePair, TransitionTimes, from_value,
+    DependentToTrigger, Execution, FailurePolicy, Installation, InstallationStatus,
+    ObjectReference, Phase, SubInstCache, SubNamePair, TransitionTimes, from_value,
 };
 use landscaper_store::{Kind, ObjectKey, Write, object};
 use landscaper_templating::blueprint::{Bindings, Blueprint};
@@ -1085,6 +1085,16 @@ fn pass_job_id(
     writes
 }
 
+/// The subinstallations not being deleted.
+fn active_subs(children: &Children) -> Vec<Installation> {
+    children
+        .subs
+        .iter()
+        .filter(|(_, s)| s.metadata.deletion_timestamp.is_none())
+        .map(|(_, s)| s.clone())
+        .collect()
+}
+
 /// A phase handler's result: the next phase, its writes and the status to write with it.
 type PhaseResult = Result<(Phase, Vec<Write>, InstallationStatus), PhaseError>;
 
@@ -1142,11 +1152,18 @@ fn run_phase(value: &Value, inst: &Installation, dirty: bool, view: &View, now: 
             }
         }
         Phase::ObjectsCreated | Phase::TriggerDelete => {
-            let names: Vec<String> = children
-                .subs
-                .iter()
-                .map(|(v, _)| object::name(v).to_string())
-                .collect();
+            let policy = workflow::policy(inst);
+            let names: Vec<String> =
+                if phase == Phase::ObjectsCreated && policy.max_concurrency.is_some() {
+                    // maxConcurrency: the first ones in data-flow order; Progressing the rest.
+                    workflow::to_trigger(&job_id, &active_subs(&children), policy)
+                } else {
+                    children
+                        .subs
+                        .iter()
+                        .map(|(v, _)| object::name(v).to_string())
+                        .collect()
+                };
             let writes = pass_job_id(&children, &names, true, &job_id, time);
             let mut s = status.clone();
             if phase == Phase::ObjectsCreated {
@@ -1177,12 +1194,58 @@ fn run_phase(value: &Value, inst: &Installation, dirty: bool, view: &View, now: 
         }
         Phase::Progressing => {
             let subs: Vec<Installation> = children.subs.iter().map(|(_, s)| s.clone()).collect();
-            match progressing(&subs, children.execution.as_ref().map(|(_, e)| e)) {
+            let policy = workflow::policy(inst);
+            let active = active_subs(&children);
+            let throttled =
+                policy.max_concurrency.is_some() && workflow::has_pending(&job_id, &active);
+            let trigger = if throttled {
+                workflow::to_trigger(&job_id, &active, policy)
+            } else {
+                Vec::new()
+            };
+            let still_running = active.iter().any(|i| {
+                let (j, f) = inst_job(i);
+                j == Some(job_id.as_str()) && f != Some(job_id.as_str())
+            });
+            let progress = if throttled && (!trigger.is_empty() || still_running) {
+                pending = pass_job_id(&children, &trigger, false, &job_id, time);
+                ChildrenProgress::Waiting(unfinished(
+                    "handlePhaseProgressing",
+                    format!(
+                        "subinstallations wait for their turn (maxConcurrency {})",
+                        policy.max_concurrency.unwrap_or_default()
+                    ),
+                ))
+            } else if throttled {
+                // FailFast stopped starting more after a failure: the job fails with it.
+                ChildrenProgress::Failed(LsError::new(
+                    "buildErrorIfFailedChild",
+                    "children failed",
+                    workflow::aggregated_failure(&job_id, &active).to_string(),
+                ))
+            } else {
+                progressing(&subs, children.execution.as_ref().map(|(_, e)| e))
+            };
+            match progress {
                 ChildrenProgress::Waiting(e) => Err(PhaseError::Normal(e)),
                 ChildrenProgress::AllSucceeded => {
                     Ok((Phase::Completing, Vec::new(), status.clone()))
                 }
                 ChildrenProgress::Failed(e) => {
+                    let e = if policy.failure_policy == FailurePolicy::ContinueIndependent {
+                        let agg = workflow::aggregated_failure(&job_id, &active);
+                        if agg.failures.is_empty() {
+                            e
+                        } else {
+                            LsError::new(
+                                "buildErrorIfFailedChild",
+                                "children failed",
+                                agg.to_string(),
+                            )
+                        }
+                    } else {
+                        e
+                    };
                     return finish(
                         value,
                         inst,

@@ -18,11 +18,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use landscaper_store::model::ExtensionPlace;
-use landscaper_store::model::{Condition, Installation, InstallationSpec};
+use landscaper_store::model::{
+    Condition, FailurePolicy, Installation, InstallationSpec, Phase, WorkflowExtension,
+};
 use landscaper_templating::blueprint::InstallationTemplate;
 use landscaper_workflow::conditions::{
     Activation, ConditionKind, ConditionResult, Variables, compile_block,
 };
+use landscaper_workflow::plan::{AggregatedError, Policy};
 use serde_json::{Map, Value, json};
 
 use super::dataflow::is_successor;
@@ -189,10 +192,101 @@ pub fn record(list: &mut Vec<Condition>, gate: &Gate, templates: &[String], now:
     }
 }
 
+/// The Installation's policies from its `landscaper-appliance.io/workflow` annotation (Landscaper's
+/// behaviour without it). An invalid block is refused at admission; here it counts as absent.
+pub fn policy(inst: &Installation) -> Policy {
+    match WorkflowExtension::from_annotations(&inst.metadata) {
+        Ok(Some(ext)) => Policy {
+            failure_policy: ext.failure_policy(),
+            max_concurrency: ext.max_concurrency,
+        },
+        _ => Policy::default(),
+    }
+}
+
+fn job(i: &Installation) -> (Option<&str>, Option<&str>) {
+    let s = i.status.as_ref();
+    (
+        s.and_then(|s| s.job_id.as_deref()),
+        s.and_then(|s| s.job_id_finished.as_deref()),
+    )
+}
+
+fn label(i: &Installation) -> String {
+    i.metadata.name.clone().unwrap_or_default()
+}
+
+/// Under `maxConcurrency`: the subinstallations (not being deleted) that get `job_id` now. A
+/// subinstallation runs when it has the job's ID and has not finished it; one not yet on the
+/// job starts once no subinstallation it imports from (data flow) is still waiting, while
+/// fewer than `max` run. Under `FailFast` nothing new starts after a failure in this job.
+pub fn to_trigger(job_id: &str, subs: &[Installation], policy: Policy) -> Vec<String> {
+    let Some(max) = policy.max_concurrency else {
+        return subs.iter().map(label).collect();
+    };
+    let on_job = |i: &Installation| job(i).0 == Some(job_id);
+    let running = subs
+        .iter()
+        .filter(|i| on_job(i) && job(i).1 != Some(job_id))
+        .count();
+    let failed = subs.iter().any(|i| {
+        on_job(i)
+            && job(i).1 == Some(job_id)
+            && matches!(
+                i.status.as_ref().and_then(|s| s.phase.as_ref()),
+                Some(Phase::Failed | Phase::DeleteFailed)
+            )
+    });
+    if failed && policy.failure_policy == FailurePolicy::FailFast {
+        return Vec::new();
+    }
+    let pending: Vec<&Installation> = subs.iter().filter(|i| !on_job(i)).collect();
+    pending
+        .iter()
+        .filter(|c| {
+            !pending
+                .iter()
+                .any(|p| !std::ptr::eq(*p, **c) && is_successor(p, c))
+        })
+        .take((max as usize).saturating_sub(running))
+        .map(|i| label(i))
+        .collect()
+}
+
+/// Whether subinstallations wait for this job's ID (only under `maxConcurrency`).
+pub fn has_pending(job_id: &str, subs: &[Installation]) -> bool {
+    subs.iter().any(|i| job(i).0 != Some(job_id))
+}
+
+/// `ContinueIndependent`'s aggregated error: each failed subinstallation with its last error.
+pub fn aggregated_failure(job_id: &str, subs: &[Installation]) -> AggregatedError {
+    AggregatedError {
+        failures: subs
+            .iter()
+            .filter(|i| {
+                job(i) == (Some(job_id), Some(job_id))
+                    && matches!(
+                        i.status.as_ref().and_then(|s| s.phase.as_ref()),
+                        Some(Phase::Failed | Phase::DeleteFailed)
+                    )
+            })
+            .map(|i| {
+                let message = i
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.last_error.as_ref())
+                    .map(|e| e.message.clone())
+                    .filter(|m| !m.is_empty())
+                    .unwrap_or_else(|| "failed".into());
+                (label(i), message)
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use landscaper_store::model::WorkflowExtension;
     use landscaper_store::model::{
         DataExport, DataImport, InstallationExports, InstallationImports,
     };
@@ -343,6 +437,140 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("invalid CEL"), "{e}");
+    }
+
+    /// A subinstallation with data flow from `template` and its job state.
+    fn sub_inst(
+        name: &str,
+        t: &InstallationTemplate,
+        job: &str,
+        finished: &str,
+        phase: Option<Phase>,
+    ) -> Installation {
+        let mut i = Installation::default();
+        i.metadata.name = Some(name.into());
+        i.spec.imports = Some(t.imports.clone());
+        i.spec.exports = Some(t.exports.clone());
+        let status = i.status.get_or_insert_with(Default::default);
+        status.job_id = Some(job.into());
+        status.job_id_finished = Some(finished.into());
+        status.phase = phase;
+        i
+    }
+
+    fn limited(max: u32, failure_policy: FailurePolicy) -> Policy {
+        Policy {
+            failure_policy,
+            max_concurrency: Some(max),
+        }
+    }
+
+    #[test]
+    fn without_max_concurrency_every_subinstallation_is_triggered() {
+        let t = chain();
+        let subs: Vec<Installation> = t
+            .iter()
+            .map(|t| sub_inst(&t.name, t, "old", "old", None))
+            .collect();
+        assert_eq!(
+            to_trigger("j2", &subs, Policy::default()),
+            ["a", "b", "c", "d"]
+        );
+    }
+
+    #[test]
+    fn max_concurrency_starts_in_data_flow_order_and_refills() {
+        let t = chain();
+        let mk = |states: [(&str, &str, Option<Phase>); 4]| -> Vec<Installation> {
+            t.iter()
+                .zip(states)
+                .map(|(t, (j, f, p))| sub_inst(&t.name, t, j, f, p))
+                .collect()
+        };
+        let policy = limited(1, FailurePolicy::FailFast);
+        // Nothing on the job: a first (b and c wait for their predecessors, d is independent
+        // but the limit is 1).
+        let subs = mk([
+            ("old", "old", None),
+            ("old", "old", None),
+            ("old", "old", None),
+            ("old", "old", None),
+        ]);
+        assert_eq!(to_trigger("j2", &subs, policy), ["a"]);
+        // a runs: nothing more.
+        let subs = mk([
+            ("j2", "old", None),
+            ("old", "old", None),
+            ("old", "old", None),
+            ("old", "old", None),
+        ]);
+        assert!(to_trigger("j2", &subs, policy).is_empty());
+        // a finished: b (its successor) is next; with 2, d too.
+        let ok = Some(Phase::Succeeded);
+        let subs = mk([
+            ("j2", "j2", ok.clone()),
+            ("old", "old", None),
+            ("old", "old", None),
+            ("old", "old", None),
+        ]);
+        assert_eq!(to_trigger("j2", &subs, policy), ["b"]);
+        assert_eq!(
+            to_trigger("j2", &subs, limited(2, FailurePolicy::FailFast)),
+            ["b", "d"]
+        );
+        assert!(has_pending("j2", &subs));
+    }
+
+    #[test]
+    fn fail_fast_starts_nothing_after_a_failure_continue_independent_does() {
+        let t = chain();
+        let failed = Some(Phase::Failed);
+        let subs: Vec<Installation> = t
+            .iter()
+            .map(|x| match x.name.as_str() {
+                "a" => sub_inst("a", x, "j2", "j2", failed.clone()),
+                n => sub_inst(n, x, "old", "old", None),
+            })
+            .collect();
+        assert!(to_trigger("j2", &subs, limited(1, FailurePolicy::FailFast)).is_empty());
+        assert_eq!(
+            to_trigger("j2", &subs, limited(1, FailurePolicy::ContinueIndependent)),
+            ["b"]
+        );
+    }
+
+    #[test]
+    fn the_aggregated_error_lists_each_failed_subinstallation() {
+        let t = chain();
+        let mut b = sub_inst("b", &t[1], "j2", "j2", Some(Phase::Failed));
+        b.status.as_mut().unwrap().last_error = Some(landscaper_store::model::Error {
+            message: "mock failed".into(),
+            ..Default::default()
+        });
+        let subs = vec![
+            sub_inst("a", &t[0], "j2", "j2", Some(Phase::Succeeded)),
+            b,
+            sub_inst("c", &t[2], "j2", "j2", Some(Phase::Failed)),
+            sub_inst("d", &t[3], "j1", "j1", Some(Phase::Failed)),
+        ];
+        assert_eq!(
+            aggregated_failure("j2", &subs).to_string(),
+            "2 dependents failed: b: mock failed; c: failed"
+        );
+    }
+
+    #[test]
+    fn the_policy_comes_from_the_annotation() {
+        let mut i = Installation::default();
+        assert_eq!(policy(&i), Policy::default());
+        i.metadata.annotations = Some(
+            [(
+                landscaper_store::model::workflow::WORKFLOW_ANNOTATION.to_string(),
+                "failurePolicy: ContinueIndependent\nmaxConcurrency: 2\n".to_string(),
+            )]
+            .into(),
+        );
+        assert_eq!(policy(&i), limited(2, FailurePolicy::ContinueIndependent));
     }
 
     #[test]

@@ -29,6 +29,10 @@ imports:
     type: data
     required: false
     schema: {type: string}
+  - name: in2
+    type: data
+    required: false
+    schema: {type: string}
 exports:
   - name: out
     type: data
@@ -43,7 +47,7 @@ deployExecutions:
           config:
             apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
             kind: ProviderConfiguration
-            phase: Succeeded
+            phase: PHASE
             export:
               out: v
 exportExecutions:
@@ -55,17 +59,35 @@ exportExecutions:
 "#;
 
 fn sub(name: &str, import: Option<&str>, appliance: &str) -> String {
-    let imports = match import {
-        Some(i) => format!("imports:\n  data:\n    - name: in\n      dataRef: {i}\n"),
-        None => String::new(),
+    sub_with(name, import.as_slice(), "Succeeded", appliance)
+}
+
+fn sub_with(name: &str, imports: &[&str], phase: &str, appliance: &str) -> String {
+    let imports = if imports.is_empty() {
+        String::new()
+    } else {
+        let mut s = "imports:\n  data:\n".to_string();
+        for (n, i) in ["in", "in2"].iter().zip(imports) {
+            s.push_str(&format!("    - name: {n}\n      dataRef: {i}\n"));
+        }
+        s
     };
     format!(
         "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: InstallationTemplate\nname: {name}\n{appliance}{imports}exports:\n  data:\n    - name: out\n      dataRef: x{name}\nblueprint:\n  filesystem:\n    blueprint.yaml: |\n{}",
-        indent(SUB_BLUEPRINT, 6)
+        indent(&SUB_BLUEPRINT.replace("PHASE", phase), 6)
     )
 }
 
 fn root() -> String {
+    root_with(
+        "",
+        &flag_subs(),
+        "  - name: flag\n    type: data\n    schema: {type: boolean}\n",
+        "      - name: flag\n        dataRef: flag\n",
+    )
+}
+
+fn flag_subs() -> Vec<(&'static str, String)> {
     let subs = [
         sub(
             "a",
@@ -76,15 +98,25 @@ fn root() -> String {
         sub("c", Some("xb"), ""),
         sub("d", None, ""),
     ];
+    ["a", "b", "c", "d"].into_iter().zip(subs).collect()
+}
+
+/// The root Installation with `annotations` (indented lines), the subinstallations, the
+/// blueprint's imports and the Installation's data imports.
+fn root_with(
+    annotations: &str,
+    subs: &[(&str, String)],
+    bp_imports: &str,
+    imports: &str,
+) -> String {
     let mut files = String::new();
     let mut list = String::new();
-    for (i, s) in subs.iter().enumerate() {
-        let name = ["a", "b", "c", "d"][i];
+    for (name, s) in subs {
         list.push_str(&format!("  - file: /{name}.yaml\n"));
         files.push_str(&format!("{name}.yaml: |\n{}", indent(s, 2)));
     }
     let blueprint = format!(
-        "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\njsonSchemaVersion: \"https://json-schema.org/draft/2019-09/schema\"\nimports:\n  - name: flag\n    type: data\n    schema: {{type: boolean}}\nsubinstallations:\n{list}"
+        "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\njsonSchemaVersion: \"https://json-schema.org/draft/2019-09/schema\"\nimports:\n{bp_imports}subinstallations:\n{list}"
     );
     format!(
         "apiVersion: landscaper.gardener.cloud/v1alpha1
@@ -94,12 +126,10 @@ metadata:
   namespace: wf
   annotations:
     landscaper.gardener.cloud/operation: reconcile
-spec:
+{annotations}spec:
   imports:
     data:
-      - name: flag
-        dataRef: flag
-  blueprint:
+{imports}  blueprint:
     inline:
       filesystem:
         blueprint.yaml: |
@@ -137,6 +167,13 @@ fn try_subs(daemon: &Daemon) -> Option<BTreeSet<String>> {
             })
             .collect(),
     )
+}
+
+fn installations(daemon: &Daemon) -> Vec<Value> {
+    daemon
+        .get_json(&format!("{LS}/installations"))
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default()
 }
 
 fn subs(daemon: &Daemon) -> BTreeSet<String> {
@@ -246,4 +283,71 @@ fn a_feature_flag_turns_a_subinstallation_subtree_on_off_in_reverse_order_and_on
     eventually(TIMEOUT, "root succeeded with the flag on again", || {
         succeeded_with(&daemon, "True").filter(|_| subs(&daemon) == set(&["a", "b", "c", "d"]))
     });
+}
+
+#[test]
+fn continue_independent_finishes_the_independent_branch_of_a_diamond_whose_other_branch_fails() {
+    let daemon = Daemon::start();
+    daemon.write(
+        "00-ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: wf}\n",
+    );
+    daemon.write("10-seed.yaml", &flag(true));
+    // a → b (fails), a → c, b and c → d; e independent of all.
+    let subs = vec![
+        ("a", sub_with("a", &[], "Succeeded", "")),
+        ("b", sub_with("b", &["xa"], "Failed", "")),
+        ("c", sub_with("c", &["xa"], "Succeeded", "")),
+        ("d", sub_with("d", &["xb", "xc"], "Succeeded", "")),
+        ("e", sub_with("e", &[], "Succeeded", "")),
+    ];
+    daemon.write(
+        "20-root.yaml",
+        &root_with(
+            "    landscaper-appliance.io/workflow: |\n      failurePolicy: ContinueIndependent\n      maxConcurrency: 2\n",
+            &subs,
+            "  - name: flag\n    type: data\n    schema: {type: boolean}\n",
+            "      - name: flag\n        dataRef: flag\n",
+        ),
+    );
+    let r = eventually(TIMEOUT, "root failed", || {
+        root_object(&daemon).filter(|r| {
+            r["status"]["phase"] == "Failed" && r["status"]["jobID"] == r["status"]["jobIDFinished"]
+        })
+    });
+    let phase_of = |name: &str| -> String {
+        installations(&daemon)
+            .into_iter()
+            .find(|i| {
+                i["metadata"]["annotations"]["landscaper.gardener.cloud/subinstallation-name"]
+                    == name
+            })
+            .map(|i| {
+                i["status"]["phase"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(phase_of("a"), "Succeeded");
+    assert_eq!(phase_of("b"), "Failed");
+    assert_eq!(
+        phase_of("c"),
+        "Succeeded",
+        "the independent branch finished"
+    );
+    assert_eq!(
+        phase_of("e"),
+        "Succeeded",
+        "the independent subinstallation finished"
+    );
+    let message = r["status"]["lastError"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("dependents failed"),
+        "aggregated: {message}"
+    );
+    assert!(message.contains("b: "), "{message}");
 }

@@ -18,6 +18,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use landscaper_store::model::ExtensionPlace;
+use landscaper_store::model::constants::SUBINSTALLATION_NAME_ANNOTATION;
 use landscaper_store::model::{
     Condition, FailurePolicy, Installation, InstallationSpec, Phase, WorkflowExtension,
 };
@@ -212,8 +213,19 @@ fn job(i: &Installation) -> (Option<&str>, Option<&str>) {
     )
 }
 
+/// The object's name (what the job ID is passed by).
 fn label(i: &Installation) -> String {
     i.metadata.name.clone().unwrap_or_default()
+}
+
+/// The name in messages: the subinstallation's template name, else its object name.
+fn display_name(i: &Installation) -> String {
+    i.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SUBINSTALLATION_NAME_ANNOTATION))
+        .cloned()
+        .unwrap_or_else(|| label(i))
 }
 
 /// Under `maxConcurrency`: the subinstallations (not being deleted) that get `job_id` now. A
@@ -278,7 +290,7 @@ pub fn aggregated_failure(job_id: &str, subs: &[Installation]) -> AggregatedErro
                     .map(|e| e.message.clone())
                     .filter(|m| !m.is_empty())
                     .unwrap_or_else(|| "failed".into());
-                (label(i), message)
+                (display_name(i), message)
             })
             .collect(),
     }

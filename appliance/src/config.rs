@@ -246,7 +246,7 @@ fn read_file(path: &Path) -> Result<ConfigFile, ConfigError> {
     }
     serde_saphyr::from_str(&text).map_err(|e| ConfigError::Parse {
         path: path.display().to_string(),
-        message: e.to_string(),
+        message: crate::daemon::ingest::manifest::yaml_message(&e.to_string()),
     })
 }
 

@@ -369,7 +369,17 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     tokio::select! {
         report = scanned_rx => {
             if let Ok(report) = report {
-                tracing::info!(?report, "initial scan of the manifests folder done");
+                tracing::info!(
+                    files = report.files,
+                    applied = report.applied,
+                    failed = report.failed,
+                    skipped = report.skipped,
+                    objects_created = report.objects_created,
+                    objects_updated = report.objects_updated,
+                    objects_deleted = report.objects_deleted,
+                    rejected = report.errors.len(),
+                    "initial scan of the manifests folder done"
+                );
             }
             readiness.set_ready();
             tracing::info!(%address, "ready");

@@ -137,10 +137,12 @@ pub fn gate(
     let as_inst: Vec<(String, Installation)> = templates
         .iter()
         .map(|t| {
-            let mut i = Installation::default();
-            i.spec = InstallationSpec {
-                imports: Some(t.imports.clone()),
-                exports: Some(t.exports.clone()),
+            let i = Installation {
+                spec: InstallationSpec {
+                    imports: Some(t.imports.clone()),
+                    exports: Some(t.exports.clone()),
+                    ..Default::default()
+                },
                 ..Default::default()
             };
             (t.name.clone(), i)

@@ -205,6 +205,9 @@ impl<'a> Machine<'a> {
         }
         let status = self.exec.status.clone().unwrap_or_default();
         if is_finished(status.job_id.as_deref(), status.job_id_finished.as_deref()) {
+            if workflow::has_block(&self.exec) && !self.exec.metadata.is_deleting() {
+                return self.recheck_inactive();
+            }
             return Next::Idle;
         }
         let phase = match status.phase {

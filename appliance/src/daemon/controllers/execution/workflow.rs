@@ -263,6 +263,73 @@ fn ready_timed_out(di: &DeployItem, now: &str, timeout: Option<Duration>) -> boo
 }
 
 impl Machine<'_> {
+    /// After a finished job: an item left inactive by its activation condition is looked at
+    /// again (the runtime requeues), and once its condition holds a standalone Execution gets
+    /// a new job through the reconcile annotation (an Installation-owned one is started by its
+    /// Installation). `Idle` when no item is inactive.
+    pub(super) fn recheck_inactive(&mut self) -> Next {
+        let Ok((_, compiled)) = compile(&self.exec) else {
+            return Next::Idle;
+        };
+        let templates = self.exec.spec.deploy_items().to_vec();
+        let view = self.view;
+        let matched = match_items(&templates, &view.deploy_items);
+        let inputs = view.workflow.clone().unwrap_or_default();
+        let recorded = self
+            .exec
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.clone())
+            .unwrap_or_default();
+        let mut inactive = false;
+        let mut activated = Vec::new();
+        for ((template, di), conditions) in matched.items.iter().zip(&compiled) {
+            let Some(activation) = &conditions.activation_condition else {
+                continue;
+            };
+            let exec_type = format!(
+                "{}/{}",
+                template.name,
+                ConditionKind::ActivationCondition.condition_type()
+            );
+            let was_inactive = recorded
+                .iter()
+                .any(|c| c.r#type == exec_type && c.status == "False");
+            if !was_inactive {
+                continue;
+            }
+            inactive = true;
+            let this = self_value(*di, None);
+            let imports = json!({});
+            let empty = TargetState::default();
+            let state = match inputs.targets.get(&template.name) {
+                Some(Ok(t)) => t,
+                _ => &empty,
+            };
+            let objects = if state.objects.is_null() {
+                json!({})
+            } else {
+                state.objects.clone()
+            };
+            let vars = Variables {
+                imports: &imports,
+                this: &this,
+                objects: &objects,
+            };
+            if activation.evaluate(vars, &state.crds).is_met() {
+                activated.push(template.name.clone());
+            }
+        }
+        if !activated.is_empty() && super::is_standalone(&self.exec) {
+            self.exec.metadata.set_annotation(
+                landscaper_store::model::constants::OPERATION_ANNOTATION,
+                landscaper_store::model::constants::OPERATION_RECONCILE,
+            );
+            return Next::Continue;
+        }
+        if inactive { Next::Wait } else { Next::Idle }
+    }
+
     /// The workflow path of `Progressing` (`mode` Reconcile) and `Deleting` (`mode` Cleanup).
     pub(super) fn workflow_step(
         &mut self,

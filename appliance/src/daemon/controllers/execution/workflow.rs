@@ -113,6 +113,23 @@ pub fn compile(exec: &Execution) -> Result<(Policy, Vec<Conditions>), String> {
     Ok((policy, conditions))
 }
 
+/// The admission check of an Execution's workflow block (manifest files and API writes):
+/// every condition must compile. `Err((field, message))`, the message naming the Execution,
+/// the deploy item and the field.
+pub fn check_admission(exec: &Execution) -> Result<(), (String, String)> {
+    if !has_block(exec) {
+        return Ok(());
+    }
+    compile(exec).map(|_| ()).map_err(|message| {
+        let field = if message.contains("metadata.annotations") {
+            "metadata.annotations"
+        } else {
+            "spec.deployItems"
+        };
+        (field.to_string(), message)
+    })
+}
+
 /// The planner's state of a deploy item in the job `job`.
 pub fn state_of(di: Option<&DeployItem>, job: &str) -> State {
     let Some(di) = di else {

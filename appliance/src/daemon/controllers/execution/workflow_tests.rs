@@ -500,3 +500,28 @@ fn cleanup_waits_for_the_delete_postcondition_before_the_predecessor() {
     assert!(out.metadata.finalizers.iter().flatten().next().is_none());
     let _ = ObjectKey::new(Kind::DeployItem, "ns", "x");
 }
+
+#[test]
+fn admission_rejects_an_invalid_expression_naming_the_field() {
+    let exec = execution(
+        vec![template("a", &[], precondition("imports.flag &&"))],
+        Phase::Init,
+    );
+    let (field, message) = check_admission(&exec).expect_err("invalid");
+    assert_eq!(field, "spec.deployItems");
+    assert!(
+        message.contains("Execution ns/exec")
+            && message.contains("deployItems[a].appliance.reconcilePrecondition"),
+        "{message}"
+    );
+    let bad_policy = with_policy(
+        execution(vec![template("a", &[], None)], Phase::Init),
+        "failurePolicy: Sometimes",
+    );
+    let (field, _) = check_admission(&bad_policy).expect_err("invalid policy");
+    assert_eq!(field, "metadata.annotations");
+    let fine = execution(vec![template("a", &[], precondition("true"))], Phase::Init);
+    assert!(check_admission(&fine).is_ok());
+    let none = execution(vec![template("a", &[], None)], Phase::Init);
+    assert!(check_admission(&none).is_ok());
+}

@@ -29,9 +29,9 @@ fn items(daemon: &Daemon, plural: &str) -> Vec<Value> {
 
 /// The deploy item of template `name`, if it exists.
 fn deploy_item(daemon: &Daemon, name: &str) -> Option<Value> {
-    items(daemon, "deployitems").into_iter().find(|di| {
-        di["metadata"]["labels"]["execution.landscaper.gardener.cloud/name"] == name
-    })
+    items(daemon, "deployitems")
+        .into_iter()
+        .find(|di| di["metadata"]["labels"]["execution.landscaper.gardener.cloud/name"] == name)
 }
 
 fn object(daemon: &Daemon, plural: &str, name: &str) -> Option<Value> {
@@ -115,7 +115,10 @@ fn an_optional_monitoring_item_appears_once_its_crd_exists_on_the_target() {
         object(&daemon, "executions", "mon").filter(|e| phase(e) == "Succeeded")
     });
     assert!(cluster.core("wf", "configmaps", "app").is_some());
-    assert!(deploy_item(&daemon, "monitoring").is_none(), "inactive: not created");
+    assert!(
+        deploy_item(&daemon, "monitoring").is_none(),
+        "inactive: not created"
+    );
     let c = condition(&exec, "monitoring/ActivationCondition").expect("recorded");
     assert_eq!(c["status"], "False", "{c}");
     assert_eq!(c["reason"], "ConditionNotMet");
@@ -154,7 +157,8 @@ fn an_optional_monitoring_item_appears_once_its_crd_exists_on_the_target() {
     let exec = eventually(TIMEOUT, "the execution succeeds with monitoring", || {
         object(&daemon, "executions", "mon").filter(|e| {
             phase(e) == "Succeeded"
-                && condition(e, "monitoring/ActivationCondition").is_some_and(|c| c["status"] == "True")
+                && condition(e, "monitoring/ActivationCondition")
+                    .is_some_and(|c| c["status"] == "True")
         })
     });
     assert!(exec["status"]["lastError"].is_null() || phase(&exec) == "Succeeded");
@@ -214,7 +218,10 @@ spec:
 }
 
 /// The names of the deploy item templates whose deletion events the daemon lists, in order.
-fn deletion_order(daemon: &Daemon, names: &std::collections::BTreeMap<String, String>) -> Vec<String> {
+fn deletion_order(
+    daemon: &Daemon,
+    names: &std::collections::BTreeMap<String, String>,
+) -> Vec<String> {
     daemon
         .get_json("/api/v1/namespaces/e2e/events")
         .and_then(|l| l["items"].as_array().cloned())
@@ -232,10 +239,14 @@ fn a_feature_flag_turns_a_subtree_on_off_in_reverse_order_and_on_again() {
     let all_succeeded = |daemon: &Daemon| {
         object(daemon, "installations", "flagged").filter(|i| phase(i) == "Succeeded")
     };
-    eventually(TIMEOUT, "the installation succeeds with the feature", || {
-        all_succeeded(&daemon)
-            .filter(|_| deploy_item(&daemon, "addon").is_some_and(|d| phase(&d) == "Succeeded"))
-    });
+    eventually(
+        TIMEOUT,
+        "the installation succeeds with the feature",
+        || {
+            all_succeeded(&daemon)
+                .filter(|_| deploy_item(&daemon, "addon").is_some_and(|d| phase(&d) == "Succeeded"))
+        },
+    );
     let names: std::collections::BTreeMap<String, String> = ["feature", "addon"]
         .iter()
         .filter_map(|n| {
@@ -250,9 +261,8 @@ fn a_feature_flag_turns_a_subtree_on_off_in_reverse_order_and_on_again() {
     eventually(TIMEOUT, "the subtree deleted", || {
         (deploy_item(&daemon, "feature").is_none()
             && deploy_item(&daemon, "addon").is_none()
-            && object(&daemon, "installations", "flagged").is_some_and(|i| {
-                phase(&i) == "Succeeded"
-            }))
+            && object(&daemon, "installations", "flagged")
+                .is_some_and(|i| phase(&i) == "Succeeded"))
         .then_some(())
     });
     assert!(deploy_item(&daemon, "base").is_some());
@@ -316,7 +326,9 @@ fn a_delete_postcondition_waits_for_the_namespace_to_be_gone() {
         .delete("/api/v1/namespaces/gone-ns")
         .expect("delete the namespace");
     eventually(TIMEOUT, "the execution gone", || {
-        object(&daemon, "executions", "nsdel").is_none().then_some(())
+        object(&daemon, "executions", "nsdel")
+            .is_none()
+            .then_some(())
     });
     assert!(cluster.get("/api/v1/namespaces/gone-ns").is_none());
     assert!(cluster.core("keep", "configmaps", "holder").is_none());
@@ -350,8 +362,7 @@ fn continue_independent_finishes_the_independent_branch_of_a_failing_diamond() {
         mock_item("after-right", &["right"], false),
         mock_item("join", &["left", "right"], false),
     ];
-    let annotation =
-        "  annotations:\n    landscaper-appliance.io/workflow: \"failurePolicy: ContinueIndependent\"\n";
+    let annotation = "  annotations:\n    landscaper-appliance.io/workflow: \"failurePolicy: ContinueIndependent\"\n";
     daemon.write("exec.yaml", &execution("diamond", annotation, &items));
     let exec = eventually(TIMEOUT, "the execution fails", || {
         object(&daemon, "executions", "diamond").filter(|e| phase(e) == "Failed")

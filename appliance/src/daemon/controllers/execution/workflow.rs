@@ -13,12 +13,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use landscaper_store::model::constants::{DELETE_WITHOUT_UNINSTALL_ANNOTATION, LANDSCAPER_FINALIZER};
+use landscaper_store::Write;
+use landscaper_store::model::constants::{
+    DELETE_WITHOUT_UNINSTALL_ANNOTATION, LANDSCAPER_FINALIZER,
+};
 use landscaper_store::model::{
     Condition, DeployItem, DeployItemTemplate, DiNamePair, Execution, Phase, WorkflowExtension,
     to_value,
 };
-use landscaper_store::Write;
 use landscaper_workflow::conditions::{
     ConditionKind, ConditionResult, Conditions, Variables, compile_block,
 };
@@ -143,10 +145,7 @@ pub fn state_of(di: Option<&DeployItem>, job: &str) -> State {
             .and_then(|s| s.last_error.as_ref())
             .map(|e| e.message.clone())
             .unwrap_or_else(|| {
-                format!(
-                    "phase {}",
-                    phase(di).map(Phase::as_str).unwrap_or_default()
-                )
+                format!("phase {}", phase(di).map(Phase::as_str).unwrap_or_default())
             })
     };
     if di.metadata.is_deleting() {
@@ -225,7 +224,10 @@ pub fn evaluate(
 /// The results as `(kind, result)` pairs, in the order of [`ConditionKind::ALL`].
 fn results(c: &ConditionResults) -> Vec<(ConditionKind, &ConditionResult)> {
     [
-        (ConditionKind::ReconcilePrecondition, &c.reconcile_precondition),
+        (
+            ConditionKind::ReconcilePrecondition,
+            &c.reconcile_precondition,
+        ),
         (ConditionKind::ReadyPostcondition, &c.ready_postcondition),
         (ConditionKind::DeletePostcondition, &c.delete_postcondition),
         (ConditionKind::ActivationCondition, &c.activation_condition),
@@ -478,7 +480,9 @@ impl Machine<'_> {
                         let item = updated
                             .entry(di.metadata.name().to_string())
                             .or_insert_with(|| (*di).clone());
-                        if item.metadata.annotation(DELETE_WITHOUT_UNINSTALL_ANNOTATION)
+                        if item
+                            .metadata
+                            .annotation(DELETE_WITHOUT_UNINSTALL_ANNOTATION)
                             == Some("true")
                         {
                             item.metadata.remove_finalizer(LANDSCAPER_FINALIZER);
@@ -500,8 +504,14 @@ impl Machine<'_> {
             }
         }
         if !created.is_empty() {
-            let cache = self.status().deploy_item_cache.get_or_insert_with(Default::default);
-            cache.active_dis.get_or_insert_with(Vec::new).extend(created);
+            let cache = self
+                .status()
+                .deploy_item_cache
+                .get_or_insert_with(Default::default);
+            cache
+                .active_dis
+                .get_or_insert_with(Vec::new)
+                .extend(created);
         }
 
         match plan.outcome {
@@ -527,13 +537,18 @@ impl Machine<'_> {
                     let e = LsError::new(
                         OP,
                         reason,
-                        format!("deploy item {} failed to delete", failed_item.metadata.name()),
+                        format!(
+                            "deploy item {} failed to delete",
+                            failed_item.metadata.name()
+                        ),
                     );
                     self.set_phase(failed, Some(&e));
                     return Next::Idle;
                 }
-                let start: Vec<&DeployItem> =
-                    leftovers.into_iter().filter(|di| job_id(di) != job).collect();
+                let start: Vec<&DeployItem> = leftovers
+                    .into_iter()
+                    .filter(|di| job_id(di) != job)
+                    .collect();
                 self.start_deletion(&start, &job);
                 self.set_phase(running, None);
                 Next::Wait

@@ -21,7 +21,9 @@ fn template(name: &str, depends_on: &[&str], ext: Option<WorkflowExtension>) -> 
     DeployItemTemplate {
         name: name.to_string(),
         r#type: MOCK_DEPLOYER_TYPE.to_string(),
-        target: Some(landscaper_store::model::ObjectReference::new("ns", "cluster")),
+        target: Some(landscaper_store::model::ObjectReference::new(
+            "ns", "cluster",
+        )),
         depends_on: (!depends_on.is_empty())
             .then(|| depends_on.iter().map(|s| s.to_string()).collect()),
         appliance: ext,
@@ -54,10 +56,8 @@ fn execution(templates: Vec<DeployItemTemplate>, phase: Phase) -> Execution {
 }
 
 fn with_policy(mut exec: Execution, yaml: &str) -> Execution {
-    exec.metadata.set_annotation(
-        landscaper_store::model::workflow::WORKFLOW_ANNOTATION,
-        yaml,
-    );
+    exec.metadata
+        .set_annotation(landscaper_store::model::workflow::WORKFLOW_ANNOTATION, yaml);
     exec
 }
 
@@ -221,7 +221,10 @@ fn init_with_a_block_creates_nothing_and_progressing_creates_what_may_run() {
     assert_eq!(created(&step), vec!["a"]);
     assert_eq!(step.next, Next::Wait);
     let c = exec_condition(&step, "b/ReconcilePrecondition");
-    assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "ConditionNotMet"));
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("False", "ConditionNotMet")
+    );
 }
 
 #[test]
@@ -289,7 +292,10 @@ fn crd_present_activation_leaves_the_item_alone_until_the_crd_exists() {
     assert_eq!(new_phase(&step), Phase::Completing);
     let c = exec_condition(&step, "mon/ActivationCondition");
     assert_eq!(c.status, "False");
-    assert!(c.message.contains("servicemonitors.monitoring.coreos.com is not present"));
+    assert!(
+        c.message
+            .contains("servicemonitors.monitoring.coreos.com is not present")
+    );
 
     // The job finished with mon inactive: the machine keeps looking (Wait) ...
     let mut finished = step.execution.clone().unwrap();
@@ -363,7 +369,11 @@ fn continue_independent_finishes_the_other_branch_and_aggregates_the_error() {
     let step = run(&cont, &view(items, &[]));
     assert_eq!(new_phase(&step), Phase::Failed);
     let error = new_status(&step).last_error.clone().expect("an error");
-    assert!(error.message.contains("1 dependent failed: b:"), "{}", error.message);
+    assert!(
+        error.message.contains("1 dependent failed: b:"),
+        "{}",
+        error.message
+    );
 }
 
 #[test]

@@ -435,22 +435,45 @@ fn a_ready_postcondition_gates_successors_until_the_timeout() {
 
 #[test]
 fn an_unchanged_result_writes_nothing_again() {
+    // a reconciled, its ready postcondition false: the step records the results and waits.
+    let ext = WorkflowExtension {
+        ready_postcondition: Some("false".into()),
+        ..WorkflowExtension::default()
+    };
     let exec = execution(
-        vec![template("a", &[], precondition("false"))],
+        vec![template("a", &[], Some(ext)), template("b", &["a"], None)],
         Phase::Progressing,
     );
-    let first = run(&exec, &view(vec![], &[]));
-    let exec2 = first.execution.clone().unwrap();
-    let second = run(&exec2, &view(vec![], &[]));
-    // Phase Completing reached in the first step; conditions as recorded stay.
-    assert_eq!(new_phase(&first), Phase::Completing);
-    let before = exec_condition(&first, "a/ReconcilePrecondition");
-    let mut list = vec![before.clone()];
-    let mut again = before.clone();
-    again.last_update_time = Some("later".into());
-    assert!(!merge_condition(&mut list, again));
-    assert_eq!(list, vec![before]);
-    assert!(second.execution.is_some());
+    let first = run(
+        &exec,
+        &view(vec![done("a", Phase::Succeeded), idle("b")], &[]),
+    );
+    assert_eq!(first.next, Next::Wait);
+    let a = updated(&first).remove("a").expect("a's conditions written");
+    let exec2 = first.execution.clone().expect("conditions recorded");
+    // The same world again, a minute later: neither the item nor the conditions change.
+    let second = step(
+        &exec2,
+        &view(vec![a.clone(), idle("b")], &[]),
+        "2030-01-01T00:11:00Z",
+        &mut || "x".to_string(),
+    );
+    assert!(updated(&second).is_empty(), "{:?}", second.writes);
+    let conditions = |s: &Step| {
+        s.execution
+            .as_ref()
+            .unwrap_or(&exec2)
+            .status
+            .as_ref()
+            .and_then(|st| st.conditions.clone())
+    };
+    assert_eq!(conditions(&second), conditions(&first));
+    assert_eq!(
+        a.status.unwrap().conditions.unwrap()[0]
+            .last_update_time
+            .as_deref(),
+        Some(NOW)
+    );
 }
 
 #[test]

@@ -130,9 +130,9 @@ impl Config {
             .listen
             .or(file.listen)
             .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
-        let listen: SocketAddr = listen_text.parse().map_err(|e| ConfigError::Invalid {
+        let listen = parse_listen(&listen_text).map_err(|message| ConfigError::Invalid {
             field: "listen",
-            message: format!("{listen_text:?} is not an address:port ({e})"),
+            message,
         })?;
         if let Some(tls) = &file.tls {
             for (field, path) in [
@@ -246,7 +246,7 @@ fn read_file(path: &Path) -> Result<ConfigFile, ConfigError> {
     }
     serde_saphyr::from_str(&text).map_err(|e| ConfigError::Parse {
         path: path.display().to_string(),
-        message: e.to_string(),
+        message: crate::daemon::ingest::manifest::yaml_message(&e.to_string()),
     })
 }
 
@@ -307,9 +307,48 @@ fn parse_seconds(text: &str) -> Option<Duration> {
     (secs > 0).then(|| Duration::from_secs(secs))
 }
 
+/// An `address:port` as `SocketAddr` parses it, or `localhost:PORT` (what people type, and what
+/// kubectl's `--address` accepts), which means the IPv4 loopback.
+fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    let invalid = |why: String| format!("{text:?} is not an address:port ({why})");
+    match text.rsplit_once(':') {
+        Some((host, port)) if host.eq_ignore_ascii_case("localhost") => {
+            let port: u16 = port
+                .parse()
+                .map_err(|e| invalid(format!("port {port:?}: {e}")))?;
+            Ok(SocketAddr::from(([127, 0, 0, 1], port)))
+        }
+        Some((host, _)) => Err(invalid(format!(
+            "{host:?} is not an IP address; use an IP address, [::1] or localhost"
+        ))),
+        None => Err(invalid("the port is missing, e.g. 127.0.0.1:8080".into())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listen_accepts_localhost_and_names_what_is_wrong() {
+        assert_eq!(
+            parse_listen("localhost:8081").unwrap().to_string(),
+            "127.0.0.1:8081"
+        );
+        assert_eq!(
+            parse_listen("[::1]:9000").unwrap().to_string(),
+            "[::1]:9000"
+        );
+        let err = parse_listen("example.org:80").unwrap_err();
+        assert!(err.contains("not an IP address"), "{err}");
+        let err = parse_listen("localhost:http").unwrap_err();
+        assert!(err.contains("port \"http\""), "{err}");
+        let err = parse_listen("127.0.0.1").unwrap_err();
+        assert!(err.contains("port is missing"), "{err}");
+    }
 
     #[test]
     fn defaults_apply_without_file_or_flags() {

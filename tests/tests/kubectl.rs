@@ -203,3 +203,84 @@ fn kubectl_reads_the_appliance() {
         "watch did not show generation 2: {seen:?}"
     );
 }
+
+/// `kubectl auth whoami` and `kubectl auth can-i` (also `--list`) answer from the caller's
+/// actual rights: anonymous callers read, the token allows everything.
+#[test]
+fn kubectl_auth_whoami_and_can_i_follow_the_callers_rights() {
+    let Some(path) = kubectl() else {
+        println!("SKIP: kubectl not found (set KUBECTL or run scripts/test.sh)");
+        return;
+    };
+    let daemon = Daemon::start();
+    daemon.write("inst.yaml", &installation("shop", "v1"));
+    eventually(Duration::from_secs(10), "objects ingested", || {
+        daemon.get_json(
+            "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/kube-e2e/installations/shop",
+        )
+    });
+    let token = std::fs::read_to_string(daemon.data.join("api-token"))
+        .expect("the daemon writes DATA/api-token");
+    let anonymous = Kubectl {
+        path: path.clone(),
+        server: daemon.server.clone(),
+        home: tempfile::tempdir().unwrap(),
+    };
+    // Over plain HTTP client-go sends the URL's user info as basic authentication.
+    let admin = Kubectl {
+        path,
+        server: daemon
+            .server
+            .replacen("http://", &format!("http://token:{}@", token.trim()), 1),
+        home: tempfile::tempdir().unwrap(),
+    };
+
+    let (ok, out, err) = anonymous.run(&["auth", "whoami", "-o", "json"]);
+    assert!(ok, "{err}");
+    let review: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(review["kind"], "SelfSubjectReview", "{out}");
+    assert_eq!(review["status"]["userInfo"]["username"], "system:anonymous");
+    let (ok, out, err) = admin.run(&["auth", "whoami"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("landscaper-appliance:token"), "{out}");
+
+    let can = |k: &Kubectl, args: &[&str]| {
+        let mut all = vec!["auth", "can-i"];
+        all.extend_from_slice(args);
+        let (_, out, err) = k.run(&all);
+        (out.trim().to_string(), err)
+    };
+    assert_eq!(
+        can(&anonymous, &["get", "installations", "-n", "kube-e2e"]).0,
+        "yes"
+    );
+    let (answer, err) = can(&anonymous, &["delete", "installations", "-n", "kube-e2e"]);
+    // kubectl prints the reason after the answer: what to do to be allowed.
+    assert!(
+        answer.starts_with("no - ") && answer.contains("API token"),
+        "{answer} {err}"
+    );
+    assert_eq!(
+        can(&admin, &["delete", "installations", "-n", "kube-e2e"]).0,
+        "yes"
+    );
+    assert_eq!(
+        can(&admin, &["patch", "secrets", "-n", "kube-e2e"]).0,
+        "yes"
+    );
+
+    let (ok, out, err) = anonymous.run(&["auth", "can-i", "--list"]);
+    assert!(ok, "{err}");
+    let star = out
+        .lines()
+        .find(|l| l.starts_with("*.*"))
+        .unwrap_or_else(|| panic!("no rule for every resource:\n{out}"));
+    assert!(star.contains("[get list watch]"), "{out}");
+    let (ok, out, err) = admin.run(&["auth", "can-i", "--list"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("*.*") && l.contains("[*]")),
+        "{out}"
+    );
+}

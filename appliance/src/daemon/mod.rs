@@ -204,6 +204,22 @@ async fn shutdown_signal() {
     }
 }
 
+/// The bind error with what to do about it: a port in use is the common case (a second daemon,
+/// `demo` next to the service, another server on 8080).
+fn listen_error(address: std::net::SocketAddr, error: std::io::Error) -> anyhow::Error {
+    let hint = match error.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "; another process listens there (see `ss -ltnp 'sport = :{port}'`): stop it or choose another address with --listen or `listen:` in the config file",
+            port = address.port()
+        ),
+        std::io::ErrorKind::PermissionDenied if address.port() < 1024 => {
+            "; ports below 1024 need root or CAP_NET_BIND_SERVICE".to_string()
+        }
+        _ => String::new(),
+    };
+    anyhow::anyhow!("listening on {address}: {error}{hint}")
+}
+
 fn ensure_dir(path: &Path, mode: Option<u32>) -> anyhow::Result<()> {
     if !path.exists() {
         std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
@@ -240,7 +256,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
 
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
-        .with_context(|| format!("listening on {}", config.listen))?;
+        .map_err(|error| listen_error(config.listen, error))?;
     let address = listener
         .local_addr()
         .context("reading the listen address")?;
@@ -353,7 +369,17 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     tokio::select! {
         report = scanned_rx => {
             if let Ok(report) = report {
-                tracing::info!(?report, "initial scan of the manifests folder done");
+                tracing::info!(
+                    files = report.files,
+                    applied = report.applied,
+                    failed = report.failed,
+                    skipped = report.skipped,
+                    objects_created = report.objects_created,
+                    objects_updated = report.objects_updated,
+                    objects_deleted = report.objects_deleted,
+                    rejected = report.errors.len(),
+                    "initial scan of the manifests folder done"
+                );
             }
             readiness.set_ready();
             tracing::info!(%address, "ready");

@@ -178,20 +178,31 @@ impl Reconciler for ExecutionReconciler {
         let snapshot = self.context.store.snapshot()?;
         let mut view = self.load_view(&snapshot, &execution)?;
         let reads = if machine::workflow::has_block(&execution) {
-            Some(targets::target_reads(&snapshot, &execution)?)
+            let owner = match machine::workflow::owner_name(&execution) {
+                Some(name) => snapshot
+                    .get(&ObjectKey::new(
+                        Kind::Installation,
+                        execution.metadata.namespace(),
+                        name,
+                    ))?
+                    .map(|v| parse::<landscaper_store::model::Installation>(&v))
+                    .transpose()?,
+                None => None,
+            };
+            Some((targets::target_reads(&snapshot, &execution)?, owner))
         } else {
             None
         };
         drop(snapshot);
-        if let Some(reads) = reads {
-            view.workflow = Some(
-                targets::gather(
-                    self.targets.as_ref(),
-                    reads,
-                    self.context.config.progressing_timeout,
-                )
-                .await,
-            );
+        if let Some((reads, owner)) = reads {
+            let mut inputs = targets::gather(
+                self.targets.as_ref(),
+                reads,
+                self.context.config.progressing_timeout,
+            )
+            .await;
+            inputs.owner = owner;
+            view.workflow = Some(inputs);
         }
         let mut step = machine::step(&execution, &view, &now, &mut random_name_suffix);
         if step.execution.is_none() {

@@ -152,6 +152,7 @@ pub async fn gather(
         imports: json!({}),
         targets,
         ready_timeout: Some(ready_timeout),
+        owner: None,
     }
 }
 

@@ -43,6 +43,9 @@ pub struct WorkflowInputs {
     /// How long a reconciled item may wait for its ready postcondition (the progressing
     /// timeout); `None`: unbounded.
     pub ready_timeout: Option<Duration>,
+    /// The Installation controlling the Execution (read after a finished job, so that an item
+    /// whose activation condition came true can ask it for a new job).
+    pub owner: Option<landscaper_store::model::Installation>,
 }
 
 /// What the runtime read from a deploy item's target cluster.
@@ -53,6 +56,19 @@ pub struct TargetState {
     pub objects: Value,
     /// The names (`<plural>.<group>`) of the CustomResourceDefinitions on the target.
     pub crds: BTreeSet<String>,
+}
+
+/// The Installation controlling an Execution, by its controller owner reference.
+pub fn owner_name(exec: &Execution) -> Option<&str> {
+    exec.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| {
+            o.kind == landscaper_store::model::Kind::Installation.as_str()
+                && o.controller == Some(true)
+        })
+        .map(|o| o.name.as_str())
 }
 
 /// The block of the Execution (annotation) and of its templates; `None` when neither has one,
@@ -283,9 +299,9 @@ fn ready_timed_out(di: &DeployItem, now: &str, timeout: Option<Duration>) -> boo
 
 impl Machine<'_> {
     /// After a finished job: an item left inactive by its activation condition is looked at
-    /// again (the runtime requeues), and once its condition holds a standalone Execution gets
-    /// a new job through the reconcile annotation (an Installation-owned one is started by its
-    /// Installation). `Idle` when no item is inactive.
+    /// again (the runtime requeues), and once its condition holds the Execution asks for a new
+    /// job with the reconcile annotation: on itself when standalone, else on the Installation
+    /// controlling it (which starts its jobs). `Idle` when no item is inactive.
     pub(super) fn recheck_inactive(&mut self) -> Next {
         let Ok((_, compiled)) = compile(&self.exec) else {
             return Next::Idle;
@@ -339,12 +355,26 @@ impl Machine<'_> {
                 activated.push(template.name.clone());
             }
         }
-        if !activated.is_empty() && super::is_standalone(&self.exec) {
-            self.exec.metadata.set_annotation(
-                landscaper_store::model::constants::OPERATION_ANNOTATION,
-                landscaper_store::model::constants::OPERATION_RECONCILE,
-            );
-            return Next::Continue;
+        use landscaper_store::model::constants::{OPERATION_ANNOTATION, OPERATION_RECONCILE};
+        if !activated.is_empty() {
+            if super::is_standalone(&self.exec) {
+                self.exec
+                    .metadata
+                    .set_annotation(OPERATION_ANNOTATION, OPERATION_RECONCILE);
+                return Next::Continue;
+            }
+            // The owning Installation starts the Execution's jobs: it is asked for one, as a
+            // user would with the reconcile annotation.
+            if let Some(owner) = &inputs.owner
+                && owner.metadata.annotation(OPERATION_ANNOTATION) != Some(OPERATION_RECONCILE)
+            {
+                let mut owner = owner.clone();
+                owner
+                    .metadata
+                    .set_annotation(OPERATION_ANNOTATION, OPERATION_RECONCILE);
+                self.writes.push(Write::Update(to_value(&owner)));
+            }
+            return Next::Wait;
         }
         if inactive { Next::Wait } else { Next::Idle }
     }

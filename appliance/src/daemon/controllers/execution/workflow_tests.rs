@@ -105,6 +105,7 @@ fn view(items: Vec<DeployItem>, crds: &[&str]) -> View {
             imports: json!({}),
             targets,
             ready_timeout: Some(Duration::from_secs(600)),
+            owner: None,
         }),
         ..View::default()
     }
@@ -557,4 +558,60 @@ fn admission_rejects_an_invalid_expression_naming_the_field() {
     assert!(check_admission(&fine).is_ok());
     let none = execution(vec![template("a", &[], None)], Phase::Init);
     assert!(check_admission(&none).is_ok());
+}
+
+#[test]
+fn an_owned_execution_asks_its_installation_for_a_job_when_an_item_activates() {
+    let mon = WorkflowExtension {
+        activation_condition: Some(ActivationCondition::CrdPresent(CrdPresent {
+            crd_present: "servicemonitors.monitoring.coreos.com".into(),
+        })),
+        ..WorkflowExtension::default()
+    };
+    let mut exec = execution(vec![template("mon", &[], Some(mon))], Phase::Succeeded);
+    exec.metadata.owner_references = Some(vec![landscaper_store::model::OwnerReference {
+        api_version: "landscaper.gardener.cloud/v1alpha1".into(),
+        kind: "Installation".into(),
+        name: "inst".into(),
+        uid: "inst-uid".into(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }]);
+    assert_eq!(owner_name(&exec), Some("inst"));
+    let status = exec.status.as_mut().unwrap();
+    status.job_id_finished = Some(JOB.into());
+    status.conditions = Some(vec![Condition {
+        r#type: "mon/ActivationCondition".into(),
+        status: "False".into(),
+        ..Condition::default()
+    }]);
+    let owner =
+        landscaper_store::model::Installation::with_metadata(ObjectMeta::namespaced("ns", "inst"));
+    let mut v = view(vec![], &[]);
+    v.workflow.as_mut().unwrap().owner = Some(owner.clone());
+    // Still inactive: nothing written, looked at again later.
+    let step = run(&exec, &v);
+    assert_eq!(step.next, Next::Wait);
+    assert!(step.writes.is_empty() && step.execution.is_none());
+    // The CRD appears: the Installation gets the reconcile annotation.
+    let mut v = view(vec![], &["servicemonitors.monitoring.coreos.com"]);
+    v.workflow.as_mut().unwrap().owner = Some(owner);
+    let step = run(&exec, &v);
+    let written: Vec<&Value> = step
+        .writes
+        .iter()
+        .filter_map(|w| match w {
+            Write::Update(v) if v["kind"] == "Installation" => Some(v),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(written.len(), 1);
+    assert_eq!(
+        written[0]["metadata"]["annotations"][OPERATION_ANNOTATION],
+        OPERATION_RECONCILE
+    );
+    assert!(
+        step.execution.is_none(),
+        "the Execution itself is not touched"
+    );
 }

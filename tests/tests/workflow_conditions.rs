@@ -164,6 +164,114 @@ fn an_optional_monitoring_item_appears_once_its_crd_exists_on_the_target() {
     assert!(exec["status"]["lastError"].is_null() || phase(&exec) == "Succeeded");
 }
 
+const MONITORED_INSTALLATION: &str = r#"apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Installation
+metadata:
+  name: monitored
+  namespace: e2e
+  annotations:
+    landscaper.gardener.cloud/operation: reconcile
+spec:
+  imports:
+    targets:
+      - name: cluster
+        target: cluster
+  blueprint:
+    inline:
+      filesystem:
+        blueprint.yaml: |
+          apiVersion: landscaper.gardener.cloud/v1alpha1
+          kind: Blueprint
+          jsonSchema: "https://json-schema.org/draft/2019-09/schema"
+          imports:
+            - name: cluster
+              type: target
+              targetType: landscaper.gardener.cloud/kubernetes-cluster
+          deployExecutions:
+            - name: default
+              type: GoTemplate
+              template: |
+                deployItems:
+                  - name: app
+                    type: landscaper.gardener.cloud/kubernetes-manifest
+                    target:
+                      import: cluster
+                    config:
+                      apiVersion: manifest.deployer.landscaper.gardener.cloud/v1alpha2
+                      kind: ProviderConfiguration
+                      manifests:
+                        - policy: manage
+                          manifest:
+                            apiVersion: v1
+                            kind: ConfigMap
+                            metadata: {name: app, namespace: wf}
+                  - name: monitoring
+                    type: landscaper.gardener.cloud/kubernetes-manifest
+                    dependsOn: [app]
+                    target:
+                      import: cluster
+                    appliance:
+                      activationCondition:
+                        crdPresent: servicemonitors.monitoring.coreos.com
+                    config:
+                      apiVersion: manifest.deployer.landscaper.gardener.cloud/v1alpha2
+                      kind: ProviderConfiguration
+                      manifests:
+                        - policy: manage
+                          manifest:
+                            apiVersion: monitoring.coreos.com/v1
+                            kind: ServiceMonitor
+                            metadata: {name: app, namespace: wf}
+                            spec: {endpoints: []}
+"#;
+
+fn service_monitor_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "scope": "Namespaced",
+            "names": {"plural": "servicemonitors", "singular": "servicemonitor", "kind": "ServiceMonitor", "listKind": "ServiceMonitorList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    })
+}
+
+#[test]
+fn an_installations_monitoring_item_appears_once_its_crd_exists_on_the_target() {
+    let cluster = Cluster::start("100ms");
+    cluster.create_namespace("wf");
+    let daemon = Daemon::start();
+    daemon.write("target.yaml", &cluster.target_manifest());
+    daemon.write("inst.yaml", MONITORED_INSTALLATION);
+    eventually(
+        TIMEOUT,
+        "the installation succeeds without monitoring",
+        || object(&daemon, "installations", "monitored").filter(|i| phase(i) == "Succeeded"),
+    );
+    assert!(cluster.core("wf", "configmaps", "app").is_some());
+    assert!(deploy_item(&daemon, "monitoring").is_none());
+
+    // The CRD appears: the Execution asks its Installation for a new job, which deploys it.
+    cluster.create(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &service_monitor_crd(),
+    );
+    eventually(TIMEOUT, "the ServiceMonitor on the target", || {
+        cluster.grouped("monitoring.coreos.com/v1", "wf", "servicemonitors", "app")
+    });
+    eventually(TIMEOUT, "the installation succeeds with monitoring", || {
+        object(&daemon, "installations", "monitored")
+            .filter(|i| phase(i) == "Succeeded")
+            .filter(|_| {
+                deploy_item(&daemon, "monitoring").is_some_and(|d| phase(&d) == "Succeeded")
+            })
+    });
+}
+
 /// An Installation whose blueprint renders three mock items `base <- feature <- addon`; the
 /// feature subtree carries the precondition `imports.flag`'s value, rendered from the import.
 fn flag_installation(flag: bool) -> String {

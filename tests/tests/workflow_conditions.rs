@@ -154,6 +154,29 @@ fn an_optional_monitoring_item_appears_once_its_crd_exists_on_the_target() {
     });
     let c = condition(&di, "ActivationCondition").expect("on the item too");
     assert_eq!(c["status"], "True", "{c}");
+    // Each transition of the condition is an event of the Execution.
+    let events: Vec<String> = daemon
+        .get_json("/api/v1/namespaces/e2e/events")
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter(|e| {
+            e["involvedObject"]["kind"] == "Execution"
+                && e["involvedObject"]["name"] == "mon"
+                && e["reason"] == "ActivationCondition"
+                && e["type"] == "Normal"
+        })
+        .filter_map(|e| e["message"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|m| m.contains("monitoring/ActivationCondition False"))
+            && events
+                .iter()
+                .any(|m| m.contains("monitoring/ActivationCondition True")),
+        "{events:?}"
+    );
     let exec = eventually(TIMEOUT, "the execution succeeds with monitoring", || {
         object(&daemon, "executions", "mon").filter(|e| {
             phase(e) == "Succeeded"

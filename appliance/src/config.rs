@@ -55,6 +55,9 @@ pub struct ConfigFile {
     /// Largest manifest file read, e.g. `16Mi` (default), `512Ki`, `10M` or a number of bytes;
     /// bigger files are rejected with an error in their `ManifestFile` status.
     pub max_manifest_file_size: Option<String>,
+    /// Loopback address of the TLS listener that `<dataDir>/kubeconfig.yaml` points kubectl at
+    /// (default `127.0.0.1:8443`; `off` disables it and the kubeconfig).
+    pub kubeconfig_listen: Option<String>,
 }
 
 /// PEM files of the API's TLS certificate (chain) and private key.
@@ -97,7 +100,12 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     /// Largest manifest file read, in bytes.
     pub max_manifest_file_size: u64,
+    /// The kubeconfig's TLS listener (loopback only); `None`: no listener, no kubeconfig.
+    pub kubeconfig_listen: Option<SocketAddr>,
 }
+
+/// Default of `kubeconfigListen` (Kubernetes' usual TLS port 6443 is left to a local k3s).
+pub const DEFAULT_KUBECONFIG_LISTEN: &str = "127.0.0.1:8443";
 
 /// Default of `maxManifestFileSize`: 16 MiB (the ingest is built for files of 10 MB).
 pub const DEFAULT_MAX_MANIFEST_FILE_SIZE: u64 = 16 * 1024 * 1024;
@@ -109,6 +117,7 @@ pub struct Overrides {
     pub data_dir: Option<PathBuf>,
     pub listen: Option<String>,
     pub log_format: Option<LogFormat>,
+    pub kubeconfig_listen: Option<String>,
 }
 
 impl Config {
@@ -197,6 +206,29 @@ impl Config {
                 });
             }
         }
+        let kubeconfig_listen = match overrides
+            .kubeconfig_listen
+            .or(file.kubeconfig_listen)
+            .as_deref()
+            .unwrap_or(DEFAULT_KUBECONFIG_LISTEN)
+        {
+            "off" | "" => None,
+            text => {
+                let address = parse_listen(text).map_err(|message| ConfigError::Invalid {
+                    field: "kubeconfigListen",
+                    message,
+                })?;
+                if !address.ip().is_loopback() {
+                    return Err(ConfigError::Invalid {
+                        field: "kubeconfigListen",
+                        message: format!(
+                            "{address} is not a loopback address: the kubeconfig listener serves this host only (use listen and tls for remote access)"
+                        ),
+                    });
+                }
+                Some(address)
+            }
+        };
         let max_manifest_file_size = match file.max_manifest_file_size.as_deref() {
             None => DEFAULT_MAX_MANIFEST_FILE_SIZE,
             Some(text) => parse_size(text).ok_or_else(|| ConfigError::Invalid {
@@ -209,6 +241,7 @@ impl Config {
             workers,
             allowed_hosts,
             max_manifest_file_size,
+            kubeconfig_listen,
             manifests_dir: overrides
                 .manifests_dir
                 .or(file.manifests_dir)
@@ -357,6 +390,33 @@ mod tests {
         assert_eq!(c.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
         assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
         assert_eq!(c.resync_interval, Duration::from_secs(60));
+        assert_eq!(
+            c.kubeconfig_listen.map(|a| a.to_string()).as_deref(),
+            Some(DEFAULT_KUBECONFIG_LISTEN)
+        );
+    }
+
+    #[test]
+    fn the_kubeconfig_listener_is_loopback_only_and_can_be_off() {
+        let with = |text: &str| {
+            Config::resolve(
+                ConfigFile::default(),
+                Overrides {
+                    kubeconfig_listen: Some(text.into()),
+                    ..Overrides::default()
+                },
+            )
+        };
+        assert_eq!(with("off").unwrap().kubeconfig_listen, None);
+        assert_eq!(
+            with("localhost:0").unwrap().kubeconfig_listen,
+            Some("127.0.0.1:0".parse().unwrap())
+        );
+        let err = with("0.0.0.0:8443").unwrap_err().to_string();
+        assert!(
+            err.contains("kubeconfigListen") && err.contains("loopback"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -44,6 +44,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     data_dir: args.data,
                     listen: args.listen,
                     log_format,
+                    kubeconfig_listen: args.kubeconfig_listen,
                 },
             };
             let config = Config::load(source.file.as_deref(), source.overrides.clone())?;

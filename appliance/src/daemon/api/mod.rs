@@ -32,6 +32,7 @@ pub mod backup;
 pub mod discovery;
 pub mod events;
 pub mod health;
+pub mod kubeconfig;
 pub mod listen;
 pub mod namespaces;
 pub mod negotiate;

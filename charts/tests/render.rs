@@ -478,7 +478,10 @@ fn template_output_trims_crds_and_manifests_then_appends_hooks() {
                 ---\n# Source: app/templates/h.yaml\nkind: Job\n\n";
     let test = "---\n# Source: app/templates/t.yaml\nkind: Pod\n";
     let mut o = opts();
-    assert_eq!(template_output(&rendered, &o).unwrap(), format!("{head}{test}"));
+    assert_eq!(
+        template_output(&rendered, &o).unwrap(),
+        format!("{head}{test}")
+    );
     o.skip_tests = true;
     assert_eq!(template_output(&rendered, &o).unwrap(), head);
     assert_eq!(template_output(&Rendered::default(), &o).unwrap(), "\n");

@@ -1,7 +1,7 @@
 //! Kubernetes-style Events (`core/v1` `Event`), derived from the store's persisted history so
 //! that `kubectl get events` shows what happened to Installations, Executions, DeployItems and
-//! ManifestFiles. Like [`super::namespaces`] they are not stored: `get` and `list` only, no
-//! watch, every write answers 405.
+//! ManifestFiles. Like [`super::namespaces`] they are not stored: `get`, `list` and `watch`
+//! (`kubectl get events -w`; see [`watch`]), every write answers 405.
 //!
 //! Which history entries become events (only of the four kinds above: Secrets, Targets,
 //! ConfigMaps, DataObjects and Contexts never do, so no credential can end up in an event):
@@ -420,6 +420,168 @@ pub async fn get(store: &Store, namespace: &str, name: &str) -> Result<Value, Ap
     })
     .await?;
     found.ok_or_else(not_found)
+}
+
+/// The events of `namespace` (all for `None`) that changed after revision `after`, each with
+/// whether it is new (`ADDED`) or an aggregated one counted up (`MODIFIED`), oldest first.
+fn changed_since(
+    store: &Store,
+    namespace: Option<&str>,
+    after: u64,
+) -> Result<Vec<(Value, bool)>, StoreError> {
+    let mut entries = store.recent_history(LIST_LIMIT)?;
+    entries.reverse();
+    let mut events = derive_events(&entries);
+    events.retain(|e| {
+        e.last_revision > after && namespace.is_none_or(|ns| event_namespace(&e.key) == ns)
+    });
+    resolve_uids(store, &mut events)?;
+    Ok(events
+        .iter()
+        .map(|e| {
+            let first = parse_event_name(&e.name).map_or(0, |(_, _, revision)| revision);
+            (e.to_value(), first > after)
+        })
+        .collect())
+}
+
+/// `kubectl get events -w`: events as the history grows, from the store's change feed. Because
+/// events are derived from the persisted history, a watcher that falls behind the feed loses
+/// nothing: it derives again from the history (the newest [`LIST_LIMIT`] entries).
+/// `resourceVersion=N` resumes after N; without one the current events come first as `ADDED`.
+pub async fn watch(
+    state: &super::ApiState,
+    namespace: Option<String>,
+    options: ReadOptions,
+    table: Option<super::table::TableOptions>,
+) -> Result<axum::response::Response, ApiError> {
+    use super::negotiate::WatchStart;
+    let start = options.watch_start()?;
+    let mut feed = state.store.subscribe();
+    let store = state.store.clone();
+    let (first, last) = {
+        let namespace = namespace.clone();
+        blocking(move || {
+            let now = store.revision();
+            let (after, initial) = match start {
+                WatchStart::Now { initial_events } => (now, initial_events),
+                WatchStart::After(revision) => (revision, false),
+            };
+            let mut first = if initial {
+                changed_since(&store, namespace.as_deref(), 0)?
+                    .into_iter()
+                    .map(|(event, _)| (event, true))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if !initial && after < now {
+                first.extend(changed_since(&store, namespace.as_deref(), after)?);
+            }
+            Ok((first, now.max(after)))
+        })
+        .await?
+    };
+    let timeout = options
+        .timeout
+        .filter(|t| !t.is_zero())
+        .map(|t| t.min(state.options.max_watch_timeout))
+        .unwrap_or(state.options.max_watch_timeout);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let shutdown = state.shutdown.clone();
+    let store = state.store.clone();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+    let encode = move |events: Vec<(Value, bool)>,
+                       table: &mut Option<super::table::TableOptions>| {
+        let mut out = Vec::new();
+        for (event, added) in events {
+            if !(options.label_selector.matches_object(&event)
+                && options.field_selector.matches_object(&event))
+            {
+                continue;
+            }
+            let object = match table.as_mut() {
+                None => event,
+                Some(table_options) => {
+                    let rv = event["metadata"]["resourceVersion"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    let rendered = super::table::to_table(
+                        super::resources::Resource::Events,
+                        &[event],
+                        &rv,
+                        table_options,
+                    );
+                    table_options.no_headers = true;
+                    rendered
+                }
+            };
+            let line = json!({"type": if added { "ADDED" } else { "MODIFIED" }, "object": object});
+            if serde_json::to_writer(&mut out, &line).is_ok() {
+                out.push(b'\n');
+            }
+        }
+        out
+    };
+    tokio::spawn(async move {
+        let mut table = table;
+        let mut last = last;
+        let chunk = encode(first, &mut table);
+        if !chunk.is_empty() && tx.send(chunk).await.is_err() {
+            return;
+        }
+        loop {
+            let woke = tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep_until(deadline) => return,
+                () = tx.closed() => return,
+                received = feed.recv() => received,
+            };
+            let revision = match woke {
+                Ok(set) if set.changes.iter().all(|c| kind_code(c.key.kind).is_none()) => {
+                    last = last.max(set.revision);
+                    continue;
+                }
+                Ok(set) => set.revision,
+                // Behind the feed: the history still has everything.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => store.revision(),
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            let (store, namespace, after) = (store.clone(), namespace.clone(), last);
+            let Ok(Ok(events)) = tokio::task::spawn_blocking(move || {
+                changed_since(&store, namespace.as_deref(), after)
+            })
+            .await
+            else {
+                return;
+            };
+            last = last.max(revision);
+            let chunk = encode(events, &mut table);
+            if !chunk.is_empty() && tx.send(chunk).await.is_err() {
+                return;
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| {
+            (
+                Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(chunk)),
+                rx,
+            )
+        })
+    });
+    let mut response = axum::response::Response::new(axum::body::Body::from_stream(stream));
+    let headers = response.headers_mut();
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-cache, private"),
+    );
+    Ok(response)
 }
 
 #[cfg(test)]

@@ -376,19 +376,45 @@ pub fn render_limited(
 
 /// The stdout of `helm template` for a rendered release.
 pub fn template_output(r: &Rendered, opts: &TemplateOptions) -> Result<String, ChartError> {
-    let mut manifest = String::new();
+    // One buffer sized for everything, no intermediate strings per document (output copies were
+    // ~5 % of a big chart's render).
+    const HEAD: &str = "---\n# Source: ";
+    let size = |path: &str, data: &str| HEAD.len() + path.len() + data.len() + 2;
+    let capacity = r.crds.iter().map(|(p, d)| size(p, d)).sum::<usize>()
+        + r.manifests
+            .iter()
+            .map(|m| size(&m.path, &m.content))
+            .sum::<usize>()
+        + r.hooks
+            .iter()
+            .map(|h| size(&h.path, &h.content))
+            .sum::<usize>()
+        + 1;
+    let mut out = String::with_capacity(capacity);
+    let push = |out: &mut String, path: &str, data: &str| {
+        out.push_str(HEAD);
+        out.push_str(path);
+        out.push('\n');
+        out.push_str(data);
+        out.push('\n');
+    };
     for (path, data) in &r.crds {
-        manifest.push_str(&format!("---\n# Source: {path}\n{data}\n"));
+        push(&mut out, path, data);
     }
     for m in &r.manifests {
-        manifest.push_str(&format!("---\n# Source: {}\n{}\n", m.path, m.content));
+        push(&mut out, &m.path, &m.content);
     }
-    let mut out = format!("{}\n", manifest.trim());
+    // Helm trims the CRDs and manifests (not the hooks) and ends them with one newline.
+    let start = out.len() - out.trim_start().len();
+    let len = out.trim().len();
+    out.truncate(start + len);
+    out.drain(..start);
+    out.push('\n');
     for h in &r.hooks {
         if opts.skip_tests && h.is_test_hook() {
             continue;
         }
-        out.push_str(&format!("---\n# Source: {}\n{}\n", h.path, h.content));
+        push(&mut out, &h.path, &h.content);
     }
     if opts.show_only.is_empty() {
         return Ok(out);

@@ -5,8 +5,8 @@ use std::io::Write as _;
 use std::path::Path;
 
 use landscaper_charts::{
-    Capabilities, KubeVersion, ReleaseOptions, TemplateOptions, ValueOptions, load, load_archive,
-    template,
+    Capabilities, KubeVersion, Manifest, ReleaseOptions, Rendered, TemplateOptions, ValueOptions,
+    load, load_archive, template, template_output,
 };
 
 fn write(root: &Path, files: &[(&str, &str)]) {
@@ -448,4 +448,41 @@ fn lookup_asks_the_cluster_when_one_is_given() {
         err.contains("error calling lookup: the server is on fire"),
         "{err}"
     );
+}
+
+fn manifest(path: &str, content: &str, events: &[&str]) -> Manifest {
+    Manifest {
+        path: path.into(),
+        content: content.into(),
+        kind: String::new(),
+        name: String::new(),
+        events: events.iter().map(|e| e.to_string()).collect(),
+        weight: 0,
+    }
+}
+
+/// Helm prints CRDs and manifests as one trimmed block ending in a newline, then every hook
+/// unchanged (test hooks only without --skip-tests).
+#[test]
+fn template_output_trims_crds_and_manifests_then_appends_hooks() {
+    let rendered = Rendered {
+        crds: vec![("app/crds/c.yaml".into(), "kind: C".into())],
+        manifests: vec![manifest("app/templates/a.yaml", "kind: A \n\n", &[])],
+        hooks: vec![
+            manifest("app/templates/h.yaml", "kind: Job\n", &["pre-install"]),
+            manifest("app/templates/t.yaml", "kind: Pod", &["test"]),
+        ],
+        notes: String::new(),
+    };
+    let head = "---\n# Source: app/crds/c.yaml\nkind: C\n---\n# Source: app/templates/a.yaml\nkind: A\n\
+                ---\n# Source: app/templates/h.yaml\nkind: Job\n\n";
+    let test = "---\n# Source: app/templates/t.yaml\nkind: Pod\n";
+    let mut o = opts();
+    assert_eq!(
+        template_output(&rendered, &o).unwrap(),
+        format!("{head}{test}")
+    );
+    o.skip_tests = true;
+    assert_eq!(template_output(&rendered, &o).unwrap(), head);
+    assert_eq!(template_output(&Rendered::default(), &o).unwrap(), "\n");
 }

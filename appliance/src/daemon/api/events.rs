@@ -39,7 +39,9 @@
 
 use std::collections::HashMap;
 
-use landscaper_store::{ChangeType, HistoryEntry, Kind, ObjectKey, Store, StoreError};
+use landscaper_store::{
+    ChangeType, ConditionNote, HistoryEntry, Kind, ObjectKey, Store, StoreError,
+};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -158,8 +160,61 @@ fn is_failure(phase: Option<&str>) -> bool {
     matches!(phase, Some("Failed" | "DeleteFailed"))
 }
 
-/// The event a history entry is, if any.
-fn draft(entry: &HistoryEntry) -> Option<Draft> {
+/// The condition types of the workflow conditions (issue 19): on a deploy item the type itself,
+/// on an Execution `<item>/<type>`.
+const WORKFLOW_CONDITION_TYPES: [&str; 4] = [
+    "ReconcilePrecondition",
+    "ReadyPostcondition",
+    "DeletePostcondition",
+    "ActivationCondition",
+];
+
+fn is_workflow_condition(ty: &str) -> bool {
+    let base = ty.rsplit('/').next().unwrap_or(ty);
+    WORKFLOW_CONDITION_TYPES.contains(&base)
+}
+
+/// The workflow conditions of `now` that are new or changed status against `before`.
+fn changed_conditions<'a>(
+    before: &[ConditionNote],
+    now: &'a [ConditionNote],
+) -> Vec<&'a ConditionNote> {
+    now.iter()
+        .filter(|c| is_workflow_condition(&c.r#type))
+        .filter(|c| {
+            before
+                .iter()
+                .find(|b| b.r#type == c.r#type)
+                .is_none_or(|b| b.status != c.status)
+        })
+        .collect()
+}
+
+/// The event of workflow condition changes: the first changed type as the reason, every change
+/// in the message; `Normal` for met and not met, `Warning` when one could not be evaluated.
+fn condition_draft(changed: &[&ConditionNote]) -> Option<Draft> {
+    let first = changed.first()?;
+    let message = changed
+        .iter()
+        .map(|c| format!("{} {}: {}", c.r#type, c.status, c.message))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(Draft {
+        reason: first
+            .r#type
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        message,
+        warning: changed.iter().any(|c| c.status == "Unknown"),
+        aggregatable: false,
+    })
+}
+
+/// The event a history entry is, if any. `conditions_changed`: the workflow conditions the
+/// entry changed; they make the event of a change that is no phase transition.
+fn draft(entry: &HistoryEntry, conditions_changed: &[&ConditionNote]) -> Option<Draft> {
     kind_code(entry.key.kind)?;
     let phase = entry.phase.as_deref();
     let error = entry
@@ -193,6 +248,9 @@ fn draft(entry: &HistoryEntry) -> Option<Draft> {
                 _ => format!("phase {new}"),
             };
             draft(new, with_error(text), warning, false)
+        }
+        ChangeType::Modified if !conditions_changed.is_empty() => {
+            condition_draft(conditions_changed)?
         }
         ChangeType::Modified => match (error, entry.message.as_deref()) {
             (Some(e), _) => draft("Error", e.to_string(), true, true),
@@ -280,12 +338,18 @@ fn derive_events<'a>(entries: impl IntoIterator<Item = &'a HistoryEntry>) -> Vec
     // Per object: its deletions so far, and that count for each event.
     let mut deletions: HashMap<ObjectKey, usize> = HashMap::new();
     let mut incarnations: Vec<usize> = Vec::new();
+    // Per object: the conditions of its last entry.
+    let mut conditions: HashMap<ObjectKey, Vec<ConditionNote>> = HashMap::new();
     for entry in entries {
+        let before = conditions
+            .insert(entry.key.clone(), entry.conditions.clone())
+            .unwrap_or_default();
+        let changed = changed_conditions(&before, &entry.conditions);
         let deleted_before = deletions.get(&entry.key).copied().unwrap_or(0);
         if entry.change_type == ChangeType::Deleted {
             deletions.insert(entry.key.clone(), deleted_before + 1);
         }
-        let Some(draft) = draft(entry) else {
+        let Some(draft) = draft(entry, &changed) else {
             open.remove(&entry.key);
             continue;
         };
@@ -604,6 +668,7 @@ mod tests {
             previous_phase: phases.0.map(str::to_string),
             phase: phases.1.map(str::to_string),
             message: message.map(str::to_string),
+            conditions: Vec::new(),
         }
     }
 
@@ -668,6 +733,98 @@ mod tests {
             event_uid("e2e", "a.1000000000000007")
         );
         assert_eq!(event_uid("e2e", "x").len(), 36);
+    }
+
+    #[test]
+    fn workflow_condition_changes_are_events() {
+        let di = ObjectKey::new(Kind::DeployItem, "e2e", "item");
+        let note = |ty: &str, status: &str, message: &str| ConditionNote {
+            r#type: ty.into(),
+            status: status.into(),
+            message: message.into(),
+        };
+        let with = |revision, conditions: Vec<ConditionNote>, message: Option<&str>| {
+            let mut e = entry(
+                revision,
+                &di,
+                ChangeType::Modified,
+                (Some("Succeeded"), Some("Succeeded")),
+                message,
+            );
+            e.conditions = conditions;
+            e
+        };
+        let history = [
+            entry(3, &di, ChangeType::Added, (None, None), None),
+            with(
+                4,
+                vec![note("ActivationCondition", "False", "not present")],
+                None,
+            ),
+            // Same status again (another message): no event.
+            with(
+                5,
+                vec![note("ActivationCondition", "False", "still not")],
+                None,
+            ),
+            // Other condition types are not the workflow's.
+            with(
+                6,
+                vec![
+                    note("ActivationCondition", "False", "still not"),
+                    note("Ready", "True", ""),
+                ],
+                None,
+            ),
+            with(
+                7,
+                vec![note("ActivationCondition", "True", "present")],
+                Some("waiting"),
+            ),
+            with(
+                8,
+                vec![note("ActivationCondition", "Unknown", "cannot read")],
+                None,
+            ),
+        ];
+        let events = derive(history.iter());
+        let summary: Vec<(String, String, String)> = events
+            .iter()
+            .map(|e| {
+                (
+                    e["reason"].as_str().unwrap_or_default().to_string(),
+                    e["type"].as_str().unwrap_or_default().to_string(),
+                    e["message"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        let s = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
+        assert_eq!(
+            summary,
+            vec![
+                s("Created", "Normal", "created"),
+                s(
+                    "ActivationCondition",
+                    "Normal",
+                    "ActivationCondition False: not present"
+                ),
+                s(
+                    "ActivationCondition",
+                    "Normal",
+                    "ActivationCondition True: present"
+                ),
+                s(
+                    "ActivationCondition",
+                    "Warning",
+                    "ActivationCondition Unknown: cannot read"
+                ),
+            ]
+        );
+        // On an Execution the type names the item.
+        let changed = [note("mon/ActivationCondition", "False", "x")];
+        let draft = condition_draft(&changed.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(draft.reason, "ActivationCondition");
+        assert_eq!(draft.message, "mon/ActivationCondition False: x");
     }
 
     #[test]

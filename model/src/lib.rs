@@ -1,5 +1,5 @@
 //! Typed Landscaper objects with exactly Landscaper's JSON shapes, plus core ConfigMap/Secret and
-//! the appliance's own `ManifestFile` kind.
+//! the appliance's own `ManifestFile` and `TransportArchive` kinds.
 //!
 //! The store keeps objects as JSON values; these types are the schema those values must satisfy
 //! (see [`validate_object`]) and the typed view controllers work with (see [`Resource`]).
@@ -32,6 +32,7 @@ pub mod resource;
 pub mod semver;
 pub mod shared;
 pub mod target;
+pub mod transportarchive;
 pub mod validate;
 pub mod workflow;
 pub mod write_path;
@@ -57,6 +58,10 @@ pub use manifestfile::{
     ManifestError, ManifestFile, ManifestFileSpec, ManifestFileStatus, ManifestObjectReference,
 };
 pub use meta::{ObjectMeta, OwnerReference};
+pub use transportarchive::{
+    ArchivedComponentVersion, TRANSPORT_ARCHIVE_FAILED, TRANSPORT_ARCHIVE_READY, TransportArchive,
+    TransportArchiveSpec, TransportArchiveStatus,
+};
 pub use resource::{Resource, from_value, to_value};
 pub use shared::{
     Condition, Error, LocalConfigMapReference, LocalObjectReference, LocalSecretReference,

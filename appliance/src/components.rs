@@ -50,10 +50,13 @@ pub fn build(
     (components, resolver)
 }
 
-/// The ingest's sink for the transport archives it finds: registers them with `components`
-/// and logs what a new or changed set holds (component versions, or why an archive is
-/// unusable).
-pub fn archive_sink(components: Arc<Components>) -> crate::daemon::ingest::ArchiveSink {
+/// The ingest's sink for the transport archives it finds: records them as `TransportArchive`
+/// objects (what they hold, or why they are unusable; `recorder`), logs a new or changed set,
+/// and registers them with `components`.
+pub fn archive_sink(
+    components: Arc<Components>,
+    recorder: crate::daemon::ingest::archives::ArchiveRecorder,
+) -> crate::daemon::ingest::ArchiveSink {
     let last: Mutex<Option<Vec<std::path::PathBuf>>> = Mutex::new(None);
     Arc::new(move |archives: Vec<std::path::PathBuf>| {
         let changed = last
@@ -65,23 +68,9 @@ pub fn archive_sink(components: Arc<Components>) -> crate::daemon::ingest::Archi
             })
             .unwrap_or(true);
         if changed {
-            for path in &archives {
-                match Components::describe_archive(path) {
-                    Ok(entries) => {
-                        let held: Vec<String> = entries
-                            .iter()
-                            .map(|e| {
-                                format!("{}:{} ({} resources)", e.component, e.version, e.resources)
-                            })
-                            .collect();
-                        tracing::info!(archive = %path.display(), components = %held.join(", "), "transport archive in the manifests folder");
-                    }
-                    Err(e) => {
-                        tracing::warn!(archive = %path.display(), error = %e, "transport archive unusable")
-                    }
-                }
-            }
+            tracing::info!(archives = ?archives, "transport archives in the manifests folder (see `get transportarchives`)");
         }
+        recorder.record(&archives);
         components.set_archives(archives);
     })
 }

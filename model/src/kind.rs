@@ -78,7 +78,9 @@ impl Kind {
     pub const fn api_version(self) -> &'static str {
         match self {
             Kind::ConfigMap | Kind::Secret => "v1",
-            Kind::ManifestFile | Kind::TransportArchive => "appliance.landscaper-appliance.io/v1alpha1",
+            Kind::ManifestFile | Kind::TransportArchive => {
+                "appliance.landscaper-appliance.io/v1alpha1"
+            }
             _ => "landscaper.gardener.cloud/v1alpha1",
         }
     }

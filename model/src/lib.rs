@@ -58,16 +58,16 @@ pub use manifestfile::{
     ManifestError, ManifestFile, ManifestFileSpec, ManifestFileStatus, ManifestObjectReference,
 };
 pub use meta::{ObjectMeta, OwnerReference};
-pub use transportarchive::{
-    ArchivedComponentVersion, TRANSPORT_ARCHIVE_FAILED, TRANSPORT_ARCHIVE_READY, TransportArchive,
-    TransportArchiveSpec, TransportArchiveStatus,
-};
 pub use resource::{Resource, from_value, to_value};
 pub use shared::{
     Condition, Error, LocalConfigMapReference, LocalObjectReference, LocalSecretReference,
     ObjectReference, OnDeleteConfig, Phase, SecretReference, TransitionTimes, TypedObjectReference,
 };
 pub use target::{Target, TargetSpec, kubeconfig_text};
+pub use transportarchive::{
+    ArchivedComponentVersion, TRANSPORT_ARCHIVE_FAILED, TRANSPORT_ARCHIVE_READY, TransportArchive,
+    TransportArchiveSpec, TransportArchiveStatus,
+};
 pub use validate::{ModelError, ValidatedObject, validate_object};
 pub use workflow::{
     ActivationCondition, CrdPresent, ExtensionPlace, FailurePolicy, WorkflowExtension,

@@ -121,9 +121,9 @@ pub fn validate_object(value: &Value) -> Result<ValidatedObject, ModelError> {
         Kind::ConfigMap => admit::<ConfigMap>(value, check_config_map),
         Kind::Secret => admit_content::<Secret>(value, check_secret),
         Kind::ManifestFile => admit::<ManifestFile>(value, check_manifest_file),
-        Kind::TransportArchive => admit::<TransportArchive>(value, |a, errs| {
-            check_folder_path(&a.spec.path, errs)
-        }),
+        Kind::TransportArchive => {
+            admit::<TransportArchive>(value, |a, errs| check_folder_path(&a.spec.path, errs))
+        }
     }
 }
 

@@ -338,7 +338,13 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
             max_file_size: config.max_manifest_file_size,
             ..crate::daemon::ingest::IngestConfig::default()
         },
-        crate::components::archive_sink(components),
+        crate::components::archive_sink(
+            components,
+            crate::daemon::ingest::archives::ArchiveRecorder::new(
+                store.clone(),
+                config.manifests_dir.clone(),
+            ),
+        ),
     );
     let controllers = tokio::spawn(crate::daemon::controllers::run(
         controller_context.clone(),

@@ -75,6 +75,24 @@ pub fn archive_sink(
     })
 }
 
+/// A digest of pull secrets' names, types and data (never shown).
+fn secrets_fingerprint(secrets: &[landscaper_sources::SecretData]) -> String {
+    let mut bytes = Vec::new();
+    let mut add = |part: &[u8]| {
+        bytes.extend((part.len() as u64).to_le_bytes());
+        bytes.extend(part);
+    };
+    for secret in secrets {
+        add(secret.name.as_bytes());
+        add(secret.secret_type.as_bytes());
+        for (key, value) in &secret.data {
+            add(key.as_bytes());
+            add(value);
+        }
+    }
+    crate::daemon::ingest::names::sha256_hex(&bytes)
+}
+
 /// The key of a resolution: the repository context (JSON), name, version and the overwrites.
 type Key = (String, String, String, String);
 
@@ -86,6 +104,9 @@ pub struct ComponentResolver {
     pins: Option<Arc<Components>>,
     resolved: Mutex<HashMap<Key, Arc<ResolvedComponents>>>,
     blueprints: Mutex<HashMap<(String, String, String, String), Blueprint>>,
+    /// Resolvers reading with a Context's `registryPullSecrets`, by the secrets' fingerprint
+    /// (each with its own in-memory results: what one Context may read, another may not).
+    scoped: Mutex<HashMap<String, Arc<ComponentResolver>>>,
 }
 
 impl std::fmt::Debug for ComponentResolver {
@@ -150,7 +171,33 @@ impl ComponentResolver {
             pins: None,
             resolved: Mutex::default(),
             blueprints: Mutex::default(),
+            scoped: Mutex::default(),
         }
+    }
+
+    /// The resolver that reads registries with `secrets` (the `registryPullSecrets` of the
+    /// Context an installation uses, `kubernetes.io/dockerconfigjson`) before the configured
+    /// ones; `self` when there are none or the source is not the real repositories. One
+    /// resolver per distinct set of secrets (by content), kept for later reconciles.
+    pub fn with_pull_secrets(
+        self: &Arc<Self>,
+        secrets: Vec<landscaper_sources::SecretData>,
+    ) -> Arc<ComponentResolver> {
+        let Some(components) = self.pins.as_ref().filter(|_| !secrets.is_empty()) else {
+            return self.clone();
+        };
+        let fingerprint = secrets_fingerprint(&secrets);
+        let Ok(mut scoped) = self.scoped.lock() else {
+            return self.clone();
+        };
+        scoped
+            .entry(fingerprint)
+            .or_insert_with(|| {
+                Arc::new(ComponentResolver::with_components(Arc::new(
+                    components.with_pull_secrets(secrets),
+                )))
+            })
+            .clone()
     }
 
     /// The resolver over the real repositories, pinning what installations use.
@@ -561,7 +608,7 @@ impl landscaper_deployers::helm::components::ComponentCharts for ComponentCharts
         &'a self,
         key: &'a str,
         repository_context: Option<&'a Value>,
-        _pull_secrets: &'a [landscaper_sources::SecretData],
+        pull_secrets: &'a [landscaper_sources::SecretData],
     ) -> landscaper_deployers::BoxFuture<
         'a,
         Result<
@@ -579,7 +626,8 @@ impl landscaper_deployers::helm::components::ComponentCharts for ComponentCharts
                 Some(v) => RepositoryContext::parse(v).map_err(|e| fail(e.into()))?,
                 None => return Err(fail(ComponentError::RepositoryContextMissing.into())),
             };
-            let (tgz, origin) = self.0.chart_by_key(&ctx, key).await.map_err(fail)?;
+            let resolver = self.0.with_pull_secrets(pull_secrets.to_vec());
+            let (tgz, origin) = resolver.chart_by_key(&ctx, key).await.map_err(fail)?;
             Ok(ComponentChart {
                 tgz,
                 origin,

@@ -438,6 +438,41 @@ async fn htpasswd_registry_needs_the_pull_secret() {
             "{err}"
         );
     }
+    // Per resolution (a Context's registryPullSecrets): a view with the secret reads, the
+    // repositories it was made from (no secrets, same cache folder) still do not.
+    let base = components(
+        Arc::new(HyperTransport::new()),
+        &work.path().join("c3"),
+        false,
+        vec![],
+    );
+    let scoped = base.with_pull_secrets(vec![secret("s3cret")]);
+    let cv = scoped
+        .component_version(&ctx, TOUR, "1.0.0")
+        .await
+        .expect("with the context's secret");
+    blueprint_files(&scoped.resource(&cv, "blueprint").await.expect("blob")).expect("blueprint");
+    let wrong_first = components(
+        Arc::new(HyperTransport::new()),
+        &work.path().join("c4"),
+        false,
+        vec![secret("wrong")],
+    )
+    .with_pull_secrets(vec![secret("s3cret")]);
+    wrong_first
+        .component_version(&ctx, TOUR, "1.0.0")
+        .await
+        .expect("the context's secret comes before the configured ones");
+    let err = components(
+        Arc::new(HyperTransport::new()),
+        &work.path().join("c5"),
+        false,
+        vec![],
+    )
+    .component_version(&ctx, TOUR, "1.0.0")
+    .await
+    .expect_err("refused without the secret");
+    assert!(err.to_string().contains("401"), "{err}");
 }
 
 #[tokio::test]

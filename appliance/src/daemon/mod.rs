@@ -403,6 +403,23 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     Ok(())
 }
 
+/// A stored Secret's name, type and decoded data (for pull secrets and repository
+/// credentials); `None` when it is missing or unreadable.
+pub fn read_secret(
+    store: &(impl landscaper_store::ObjectSource + ?Sized),
+    namespace: &str,
+    name: &str,
+) -> Option<landscaper_sources::SecretData> {
+    let key = landscaper_store::ObjectKey::new(landscaper_store::Kind::Secret, namespace, name);
+    let raw = store.get(&key).ok().flatten()?;
+    let secret: landscaper_store::model::Secret = serde_json::from_value(raw).ok()?;
+    Some(landscaper_sources::SecretData {
+        name: name.to_string(),
+        secret_type: secret.r#type.clone().unwrap_or_default(),
+        data: secret.decoded_data(),
+    })
+}
+
 /// The built-in deployers with the helm deployer (the shared cache `<data>/chart-cache`,
 /// charts from the manifests folder and from component versions, pull secrets and repository
 /// credentials from the store).
@@ -416,15 +433,7 @@ pub fn deployer_registry(
     let secrets_store = store.clone();
     let secrets: landscaper_deployers::helm::SecretReader =
         std::sync::Arc::new(move |namespace: &str, name: &str| {
-            let key =
-                landscaper_store::ObjectKey::new(landscaper_store::Kind::Secret, namespace, name);
-            let raw = secrets_store.get(&key).ok().flatten()?;
-            let secret: landscaper_store::model::Secret = serde_json::from_value(raw).ok()?;
-            Some(landscaper_deployers::helm::SecretData {
-                name: name.to_string(),
-                secret_type: secret.r#type.clone().unwrap_or_default(),
-                data: secret.decoded_data(),
-            })
+            read_secret(&secrets_store, namespace, name)
         });
     let sources = landscaper_sources::ChartSources::with_shared_cache(
         std::sync::Arc::new(landscaper_sources::http::HyperTransport::new()),

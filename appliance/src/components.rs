@@ -665,3 +665,43 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod pull_secret_tests {
+    use super::*;
+
+    fn secret(name: &str, password: &str) -> landscaper_sources::SecretData {
+        landscaper_sources::SecretData {
+            name: name.into(),
+            secret_type: "kubernetes.io/dockerconfigjson".into(),
+            data: [(
+                ".dockerconfigjson".to_string(),
+                password.as_bytes().to_vec(),
+            )]
+            .into(),
+        }
+    }
+
+    #[test]
+    fn one_scoped_resolver_per_distinct_set_of_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, root) = build(None, dir.path(), true);
+        assert!(Arc::ptr_eq(&root.with_pull_secrets(vec![]), &root));
+        let a = root.with_pull_secrets(vec![secret("pull", "one")]);
+        assert!(!Arc::ptr_eq(&a, &root));
+        assert!(Arc::ptr_eq(
+            &a,
+            &root.with_pull_secrets(vec![secret("pull", "one")])
+        ));
+        let b = root.with_pull_secrets(vec![secret("pull", "two")]);
+        assert!(!Arc::ptr_eq(&a, &b), "a rotated secret is another resolver");
+        // A resolver over a test source has no registries to scope.
+        let memory = Arc::new(ComponentResolver::new(Arc::new(
+            landscaper_components::testing::MemoryRepository::new(),
+        )));
+        assert!(Arc::ptr_eq(
+            &memory.with_pull_secrets(vec![secret("p", "x")]),
+            &memory
+        ));
+    }
+}

@@ -1,8 +1,8 @@
 //! Blueprint source: inline, or a directory of the manifests folder.
 
 use landscaper_store::model::Installation;
-use serde_json::Value;
 use landscaper_templating::blueprint::Blueprint;
+use serde_json::Value;
 
 use super::*;
 use crate::daemon::controllers::lserror::PhaseError;
@@ -203,11 +203,8 @@ fn installation_context(
         .as_deref()
         .filter(|c| !c.is_empty())
         .unwrap_or(landscaper_store::model::constants::DEFAULT_CONTEXT_NAME);
-    let key = landscaper_store::ObjectKey::new(
-        landscaper_store::Kind::Context,
-        namespace(inst),
-        context,
-    );
+    let key =
+        landscaper_store::ObjectKey::new(landscaper_store::Kind::Context, namespace(inst), context);
     store.get(&key).map_err(|e| store_error(OP_INIT, e))
 }
 

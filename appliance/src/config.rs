@@ -55,6 +55,10 @@ pub struct ConfigFile {
     /// Largest manifest file read, e.g. `16Mi` (default), `512Ki`, `10M` or a number of bytes;
     /// bigger files are rejected with an error in their `ManifestFile` status.
     pub max_manifest_file_size: Option<String>,
+    /// PEM file of CA certificates trusted for OCI registries (component versions), besides
+    /// the system's, e.g. a mirror registry with an in-house CA.
+    #[serde(rename = "registryCAFile")]
+    pub registry_ca_file: Option<PathBuf>,
 }
 
 /// PEM files of the API's TLS certificate (chain) and private key.
@@ -97,6 +101,8 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     /// Largest manifest file read, in bytes.
     pub max_manifest_file_size: u64,
+    /// `registryCAFile`.
+    pub registry_ca_file: Option<PathBuf>,
 }
 
 /// Default of `maxManifestFileSize`: 16 MiB (the ingest is built for files of 10 MB).
@@ -222,6 +228,7 @@ impl Config {
             log_level: file.log_level.unwrap_or_else(|| "info".to_string()),
             resync_interval,
             tls: file.tls,
+            registry_ca_file: file.registry_ca_file,
         })
     }
 
@@ -369,6 +376,13 @@ mod tests {
         .unwrap();
         let c = Config::resolve(file, Overrides::default()).unwrap();
         assert_eq!(c.tls.unwrap().key_file, PathBuf::from("/etc/l/tls.key"));
+        let file: ConfigFile =
+            serde_saphyr::from_str("registryCAFile: /etc/l/registry-ca.pem\n").unwrap();
+        let c = Config::resolve(file, Overrides::default()).unwrap();
+        assert_eq!(
+            c.registry_ca_file,
+            Some(PathBuf::from("/etc/l/registry-ca.pem"))
+        );
         let err = serde_saphyr::from_str::<ConfigFile>("listn: x\n").unwrap_err();
         assert!(err.to_string().contains("listn"), "{err}");
         let file = ConfigFile {

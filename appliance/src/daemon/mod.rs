@@ -260,6 +260,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     let cache = crate::components::open_cache(&config.data_dir);
     let (components, resolver) =
         crate::components::build(cache.clone(), &config.manifests_dir, false);
+    if let Some(path) = &config.registry_ca_file {
+        let pem = std::fs::read(path)
+            .with_context(|| format!("reading registryCAFile {}", path.display()))?;
+        components.set_registry_ca(Some(pem));
+    }
     // The one place the deployers are built.
     let deployers = std::sync::Arc::new(deployer_registry(
         &store,

@@ -754,7 +754,10 @@ fn yaml_documents<'a>(path: &str, text: &'a str) -> Result<Documents<'a>, Manife
                 line: Some(line),
                 column: column.or(Some(1)),
                 field: None,
-                message: format!("YAML syntax error: {}", strip_location(&e.to_string())),
+                message: format!(
+                    "YAML syntax error: {}",
+                    yaml_message(&strip_location(&e.to_string()))
+                ),
             }
         })?;
         if value.is_null() {
@@ -811,6 +814,24 @@ fn json_documents<'a>(path: &str, text: &'a str) -> Result<Documents<'a>, Manife
 }
 
 /// Drops the parser's own ` at line L, column C` suffix: the error carries file coordinates.
+/// A YAML parser message in the user's terms: without advice meant for programmers using the
+/// parser ("set DuplicateKeyPolicy in Options"); a position at the end is kept.
+pub fn yaml_message(message: &str) -> String {
+    const DUPLICATE: &str = "duplicate mapping key: ";
+    const ADVICE: &str = ", set DuplicateKeyPolicy in Options if acceptable";
+    match (message.find(DUPLICATE), message.find(ADVICE)) {
+        (Some(start), Some(advice)) if start + DUPLICATE.len() <= advice => {
+            let key = &message[start + DUPLICATE.len()..advice];
+            format!(
+                "{}duplicate key {key:?}: a key may appear only once in a mapping{}",
+                &message[..start],
+                &message[advice + ADVICE.len()..]
+            )
+        }
+        _ => message.to_string(),
+    }
+}
+
 fn strip_location(message: &str) -> String {
     let message = message.trim();
     if let Some(i) = message.rfind(" at line ") {
@@ -1267,6 +1288,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn yaml_messages_leave_out_the_parsers_advice_to_programmers() {
+        let text = "a: 1\nb:\n  c: 1\n  c: 2\n";
+        let error = serde_saphyr::from_str_with_options::<Value>(text, yaml_options()).unwrap_err();
+        let message = yaml_message(&strip_location(&error.to_string()));
+        assert_eq!(
+            message, "duplicate key \"c\": a key may appear only once in a mapping",
+            "from {error}"
+        );
+        assert_eq!(
+            yaml_message(
+                "duplicate mapping key: x, set DuplicateKeyPolicy in Options if acceptable at line 3 column 1"
+            ),
+            "duplicate key \"x\": a key may appear only once in a mapping at line 3 column 1"
+        );
+        assert_eq!(yaml_message("unclosed bracket '['"), "unclosed bracket '['");
     }
 
     #[test]

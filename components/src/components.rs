@@ -60,6 +60,9 @@ pub struct ArchiveEntry {
 /// those of its index files (rewritten in place, they do not change the directory's mtime).
 type Stamp = Vec<(Option<SystemTime>, u64)>;
 
+/// Archives opened, by path, with the stamp they were opened at.
+type OpenedArchives = BTreeMap<PathBuf, (Stamp, Arc<AnyArchive>)>;
+
 fn stamp(path: &Path) -> Stamp {
     let one = |p: &Path| {
         std::fs::metadata(p)
@@ -78,7 +81,7 @@ pub struct Components {
     pub(crate) config: ComponentsConfig,
     // Shared by the views of [`Components::with_pull_secrets`].
     archives: Arc<RwLock<Vec<PathBuf>>>,
-    opened: Arc<Mutex<BTreeMap<PathBuf, (Stamp, Arc<AnyArchive>)>>>,
+    opened: Arc<Mutex<OpenedArchives>>,
     /// Cache digests read for a component version (by its manifest digest), for pinning.
     blobs: Arc<Mutex<BTreeMap<String, BTreeSet<String>>>>,
     /// Extra trusted CA certificates (PEM) for registries.

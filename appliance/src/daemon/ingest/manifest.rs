@@ -326,6 +326,13 @@ fn admit(
         ));
     }
     let validated = validate_object(&object).map_err(|e| field_error(&e.field, e.message))?;
+    if validated.kind == Kind::Execution
+        && let Ok(exec) = model::from_value::<model::Execution>(&validated.object)
+    {
+        // Workflow conditions (issue 19) are compiled when the Execution is loaded.
+        crate::daemon::controllers::execution::machine::workflow::check_admission(&exec)
+            .map_err(|(field, message)| field_error(&field, message))?;
+    }
     for warning in validated.warnings {
         let field = warning
             .strip_prefix("unknown field \"")
@@ -931,6 +938,21 @@ mod tests {
         // The same bound for kubeconfigs and Secret content.
         let err = crate::daemon::controllers::deployitem::target::parse_content(&text).unwrap_err();
         assert!(err.contains("not valid YAML"), "{err}");
+    }
+
+    #[test]
+    fn an_execution_with_an_invalid_workflow_condition_is_refused_at_load() {
+        let text = "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Execution\nmetadata:\n  name: e\n  namespace: ns\nspec:\n  deployItems:\n  - name: a\n    type: landscaper.gardener.cloud/mock\n    appliance:\n      reconcilePrecondition: \"imports.(\"\n";
+        let err = parse_manifest("x/exec.yaml", text.as_bytes()).unwrap_err();
+        let shown = err.to_string();
+        assert!(
+            shown.contains("Execution ns/e")
+                && shown.contains("deployItems[a].appliance.reconcilePrecondition")
+                && shown.contains("invalid CEL expression"),
+            "{shown}"
+        );
+        let valid = text.replace("imports.(", "true");
+        assert!(parse_manifest("x/exec.yaml", valid.as_bytes()).is_ok());
     }
 
     #[test]

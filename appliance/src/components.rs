@@ -50,10 +50,13 @@ pub fn build(
     (components, resolver)
 }
 
-/// The ingest's sink for the transport archives it finds: registers them with `components`
-/// and logs what a new or changed set holds (component versions, or why an archive is
-/// unusable).
-pub fn archive_sink(components: Arc<Components>) -> crate::daemon::ingest::ArchiveSink {
+/// The ingest's sink for the transport archives it finds: records them as `TransportArchive`
+/// objects (what they hold, or why they are unusable; `recorder`), logs a new or changed set,
+/// and registers them with `components`.
+pub fn archive_sink(
+    components: Arc<Components>,
+    recorder: crate::daemon::ingest::archives::ArchiveRecorder,
+) -> crate::daemon::ingest::ArchiveSink {
     let last: Mutex<Option<Vec<std::path::PathBuf>>> = Mutex::new(None);
     Arc::new(move |archives: Vec<std::path::PathBuf>| {
         let changed = last
@@ -65,25 +68,29 @@ pub fn archive_sink(components: Arc<Components>) -> crate::daemon::ingest::Archi
             })
             .unwrap_or(true);
         if changed {
-            for path in &archives {
-                match Components::describe_archive(path) {
-                    Ok(entries) => {
-                        let held: Vec<String> = entries
-                            .iter()
-                            .map(|e| {
-                                format!("{}:{} ({} resources)", e.component, e.version, e.resources)
-                            })
-                            .collect();
-                        tracing::info!(archive = %path.display(), components = %held.join(", "), "transport archive in the manifests folder");
-                    }
-                    Err(e) => {
-                        tracing::warn!(archive = %path.display(), error = %e, "transport archive unusable")
-                    }
-                }
-            }
+            tracing::info!(archives = ?archives, "transport archives in the manifests folder (see `get transportarchives`)");
         }
+        recorder.record(&archives);
         components.set_archives(archives);
     })
+}
+
+/// A digest of pull secrets' names, types and data (never shown).
+fn secrets_fingerprint(secrets: &[landscaper_sources::SecretData]) -> String {
+    let mut bytes = Vec::new();
+    let mut add = |part: &[u8]| {
+        bytes.extend((part.len() as u64).to_le_bytes());
+        bytes.extend(part);
+    };
+    for secret in secrets {
+        add(secret.name.as_bytes());
+        add(secret.secret_type.as_bytes());
+        for (key, value) in &secret.data {
+            add(key.as_bytes());
+            add(value);
+        }
+    }
+    crate::daemon::ingest::names::sha256_hex(&bytes)
 }
 
 /// The key of a resolution: the repository context (JSON), name, version and the overwrites.
@@ -97,6 +104,9 @@ pub struct ComponentResolver {
     pins: Option<Arc<Components>>,
     resolved: Mutex<HashMap<Key, Arc<ResolvedComponents>>>,
     blueprints: Mutex<HashMap<(String, String, String, String), Blueprint>>,
+    /// Resolvers reading with a Context's `registryPullSecrets`, by the secrets' fingerprint
+    /// (each with its own in-memory results: what one Context may read, another may not).
+    scoped: Mutex<HashMap<String, Arc<ComponentResolver>>>,
 }
 
 impl std::fmt::Debug for ComponentResolver {
@@ -161,7 +171,33 @@ impl ComponentResolver {
             pins: None,
             resolved: Mutex::default(),
             blueprints: Mutex::default(),
+            scoped: Mutex::default(),
         }
+    }
+
+    /// The resolver that reads registries with `secrets` (the `registryPullSecrets` of the
+    /// Context an installation uses, `kubernetes.io/dockerconfigjson`) before the configured
+    /// ones; `self` when there are none or the source is not the real repositories. One
+    /// resolver per distinct set of secrets (by content), kept for later reconciles.
+    pub fn with_pull_secrets(
+        self: &Arc<Self>,
+        secrets: Vec<landscaper_sources::SecretData>,
+    ) -> Arc<ComponentResolver> {
+        let Some(components) = self.pins.as_ref().filter(|_| !secrets.is_empty()) else {
+            return self.clone();
+        };
+        let fingerprint = secrets_fingerprint(&secrets);
+        let Ok(mut scoped) = self.scoped.lock() else {
+            return self.clone();
+        };
+        scoped
+            .entry(fingerprint)
+            .or_insert_with(|| {
+                Arc::new(ComponentResolver::with_components(Arc::new(
+                    components.with_pull_secrets(secrets),
+                )))
+            })
+            .clone()
     }
 
     /// The resolver over the real repositories, pinning what installations use.
@@ -572,7 +608,7 @@ impl landscaper_deployers::helm::components::ComponentCharts for ComponentCharts
         &'a self,
         key: &'a str,
         repository_context: Option<&'a Value>,
-        _pull_secrets: &'a [landscaper_sources::SecretData],
+        pull_secrets: &'a [landscaper_sources::SecretData],
     ) -> landscaper_deployers::BoxFuture<
         'a,
         Result<
@@ -590,7 +626,8 @@ impl landscaper_deployers::helm::components::ComponentCharts for ComponentCharts
                 Some(v) => RepositoryContext::parse(v).map_err(|e| fail(e.into()))?,
                 None => return Err(fail(ComponentError::RepositoryContextMissing.into())),
             };
-            let (tgz, origin) = self.0.chart_by_key(&ctx, key).await.map_err(fail)?;
+            let resolver = self.0.with_pull_secrets(pull_secrets.to_vec());
+            let (tgz, origin) = resolver.chart_by_key(&ctx, key).await.map_err(fail)?;
             Ok(ComponentChart {
                 tgz,
                 origin,
@@ -626,5 +663,45 @@ mod tests {
         for bad in ["cd://resources/", "referencePath: []", "[1, 2]"] {
             assert!(ResourcePath::parse(bad).is_err(), "{bad}");
         }
+    }
+}
+
+#[cfg(test)]
+mod pull_secret_tests {
+    use super::*;
+
+    fn secret(name: &str, password: &str) -> landscaper_sources::SecretData {
+        landscaper_sources::SecretData {
+            name: name.into(),
+            secret_type: "kubernetes.io/dockerconfigjson".into(),
+            data: [(
+                ".dockerconfigjson".to_string(),
+                password.as_bytes().to_vec(),
+            )]
+            .into(),
+        }
+    }
+
+    #[test]
+    fn one_scoped_resolver_per_distinct_set_of_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, root) = build(None, dir.path(), true);
+        assert!(Arc::ptr_eq(&root.with_pull_secrets(vec![]), &root));
+        let a = root.with_pull_secrets(vec![secret("pull", "one")]);
+        assert!(!Arc::ptr_eq(&a, &root));
+        assert!(Arc::ptr_eq(
+            &a,
+            &root.with_pull_secrets(vec![secret("pull", "one")])
+        ));
+        let b = root.with_pull_secrets(vec![secret("pull", "two")]);
+        assert!(!Arc::ptr_eq(&a, &b), "a rotated secret is another resolver");
+        // A resolver over a test source has no registries to scope.
+        let memory = Arc::new(ComponentResolver::new(Arc::new(
+            landscaper_components::testing::MemoryRepository::new(),
+        )));
+        assert!(Arc::ptr_eq(
+            &memory.with_pull_secrets(vec![secret("p", "x")]),
+            &memory
+        ));
     }
 }

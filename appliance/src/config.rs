@@ -55,6 +55,10 @@ pub struct ConfigFile {
     /// Largest manifest file read, e.g. `16Mi` (default), `512Ki`, `10M` or a number of bytes;
     /// bigger files are rejected with an error in their `ManifestFile` status.
     pub max_manifest_file_size: Option<String>,
+    /// PEM file of CA certificates trusted for OCI registries (component versions), besides
+    /// the system's, e.g. a mirror registry with an in-house CA.
+    #[serde(rename = "registryCAFile")]
+    pub registry_ca_file: Option<PathBuf>,
     /// Loopback address of the TLS listener that `<dataDir>/kubeconfig.yaml` points kubectl at
     /// (default `127.0.0.1:8443`; `off` disables it and the kubeconfig).
     pub kubeconfig_listen: Option<String>,
@@ -100,6 +104,8 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     /// Largest manifest file read, in bytes.
     pub max_manifest_file_size: u64,
+    /// `registryCAFile`.
+    pub registry_ca_file: Option<PathBuf>,
     /// The kubeconfig's TLS listener (loopback only); `None`: no listener, no kubeconfig.
     pub kubeconfig_listen: Option<SocketAddr>,
 }
@@ -255,6 +261,7 @@ impl Config {
             log_level: file.log_level.unwrap_or_else(|| "info".to_string()),
             resync_interval,
             tls: file.tls,
+            registry_ca_file: file.registry_ca_file,
         })
     }
 
@@ -468,6 +475,13 @@ mod tests {
         .unwrap();
         let c = Config::resolve(file, Overrides::default()).unwrap();
         assert_eq!(c.tls.unwrap().key_file, PathBuf::from("/etc/l/tls.key"));
+        let file: ConfigFile =
+            serde_saphyr::from_str("registryCAFile: /etc/l/registry-ca.pem\n").unwrap();
+        let c = Config::resolve(file, Overrides::default()).unwrap();
+        assert_eq!(
+            c.registry_ca_file,
+            Some(PathBuf::from("/etc/l/registry-ca.pem"))
+        );
         let err = serde_saphyr::from_str::<ConfigFile>("listn: x\n").unwrap_err();
         assert!(err.to_string().contains("listn"), "{err}");
         let file = ConfigFile {

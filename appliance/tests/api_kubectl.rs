@@ -431,7 +431,12 @@ async fn kubectl_reads_the_api() {
     let ns = kubectl.ok(&["get", "namespaces"]).await;
     assert!(ns.contains("shop") && ns.contains("blog"), "{ns}");
     let resources = kubectl.ok(&["api-resources"]).await;
-    assert!(resources.contains("installations") && resources.contains("manifestfiles"));
+    assert!(
+        resources.contains("installations")
+            && resources.contains("manifestfiles")
+            && resources.contains("transportarchives"),
+        "{resources}"
+    );
     let category = kubectl.ok(&["get", "landscaper", "-n", "shop"]).await;
     assert!(
         category.contains("installation.landscaper.gardener.cloud/frontend"),

@@ -447,6 +447,9 @@ async fn legacy_discovery_has_kube_apiserver_shapes() {
     let files = get(s.addr, FILES).await.json();
     assert_eq!(files["resources"][0]["name"], "manifestfiles");
     assert_eq!(files["resources"][0]["namespaced"], false);
+    assert_eq!(files["resources"][1]["name"], "transportarchives");
+    assert_eq!(files["resources"][1]["namespaced"], false);
+    assert_eq!(files["resources"][1]["shortNames"], json!(["ta"]));
 
     for missing in [
         "/apis/apps",

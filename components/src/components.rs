@@ -16,6 +16,7 @@ use crate::{
 };
 
 /// What [`Components`] needs.
+#[derive(Clone)]
 pub struct ComponentsConfig {
     /// The shared content-addressed cache (the helm chart cache).
     pub cache: Option<Arc<ChartCache>>,
@@ -59,6 +60,9 @@ pub struct ArchiveEntry {
 /// those of its index files (rewritten in place, they do not change the directory's mtime).
 type Stamp = Vec<(Option<SystemTime>, u64)>;
 
+/// Archives opened, by path, with the stamp they were opened at.
+type OpenedArchives = BTreeMap<PathBuf, (Stamp, Arc<AnyArchive>)>;
+
 fn stamp(path: &Path) -> Stamp {
     let one = |p: &Path| {
         std::fs::metadata(p)
@@ -75,22 +79,38 @@ fn stamp(path: &Path) -> Stamp {
 
 pub struct Components {
     pub(crate) config: ComponentsConfig,
-    archives: RwLock<Vec<PathBuf>>,
-    opened: Mutex<BTreeMap<PathBuf, (Stamp, Arc<AnyArchive>)>>,
+    // Shared by the views of [`Components::with_pull_secrets`].
+    archives: Arc<RwLock<Vec<PathBuf>>>,
+    opened: Arc<Mutex<OpenedArchives>>,
     /// Cache digests read for a component version (by its manifest digest), for pinning.
-    blobs: Mutex<BTreeMap<String, BTreeSet<String>>>,
+    blobs: Arc<Mutex<BTreeMap<String, BTreeSet<String>>>>,
     /// Extra trusted CA certificates (PEM) for registries.
-    registry_ca: RwLock<Option<Vec<u8>>>,
+    registry_ca: Arc<RwLock<Option<Vec<u8>>>>,
 }
 
 impl Components {
     pub fn new(config: ComponentsConfig) -> Self {
         Components {
             config,
-            archives: RwLock::new(Vec::new()),
-            opened: Mutex::new(BTreeMap::new()),
-            blobs: Mutex::new(BTreeMap::new()),
-            registry_ca: RwLock::new(None),
+            archives: Arc::default(),
+            opened: Arc::default(),
+            blobs: Arc::default(),
+            registry_ca: Arc::default(),
+        }
+    }
+
+    /// The same repositories (archives, cache, trusted CAs shared with `self`) read with
+    /// `secrets` (a Context's `registryPullSecrets`) before the configured pull secrets.
+    pub fn with_pull_secrets(&self, secrets: Vec<SecretData>) -> Components {
+        let mut config = self.config.clone();
+        let global = std::mem::replace(&mut config.pull_secrets, secrets);
+        config.pull_secrets.extend(global);
+        Components {
+            config,
+            archives: self.archives.clone(),
+            opened: self.opened.clone(),
+            blobs: self.blobs.clone(),
+            registry_ca: self.registry_ca.clone(),
         }
     }
 

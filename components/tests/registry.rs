@@ -438,6 +438,41 @@ async fn htpasswd_registry_needs_the_pull_secret() {
             "{err}"
         );
     }
+    // Per resolution (a Context's registryPullSecrets): a view with the secret reads, the
+    // repositories it was made from (no secrets, same cache folder) still do not.
+    let base = components(
+        Arc::new(HyperTransport::new()),
+        &work.path().join("c3"),
+        false,
+        vec![],
+    );
+    let scoped = base.with_pull_secrets(vec![secret("s3cret")]);
+    let cv = scoped
+        .component_version(&ctx, TOUR, "1.0.0")
+        .await
+        .expect("with the context's secret");
+    blueprint_files(&scoped.resource(&cv, "blueprint").await.expect("blob")).expect("blueprint");
+    let wrong_first = components(
+        Arc::new(HyperTransport::new()),
+        &work.path().join("c4"),
+        false,
+        vec![secret("wrong")],
+    )
+    .with_pull_secrets(vec![secret("s3cret")]);
+    wrong_first
+        .component_version(&ctx, TOUR, "1.0.0")
+        .await
+        .expect("the context's secret comes before the configured ones");
+    let err = components(
+        Arc::new(HyperTransport::new()),
+        &work.path().join("c5"),
+        false,
+        vec![],
+    )
+    .component_version(&ctx, TOUR, "1.0.0")
+    .await
+    .expect_err("refused without the secret");
+    assert!(err.to_string().contains("401"), "{err}");
 }
 
 #[tokio::test]
@@ -593,5 +628,120 @@ async fn twenty_components_two_hundred_lookups_cold_and_warm() {
     eprintln!(
         "200 lookups of 20 component versions: {}",
         figures.join("; ")
+    );
+}
+
+/// A CA and a server certificate for `localhost` signed by it (PEM: CA, certificate, key).
+fn tls_material() -> (String, String, String) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "components-test-ca");
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_pem = ca_params.self_signed(&ca_key).expect("ca").pem();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let server_key = KeyPair::generate().expect("key");
+    let mut server_params =
+        CertificateParams::new(vec!["localhost".to_string()]).expect("server params");
+    server_params
+        .distinguished_name
+        .push(DnType::CommonName, "components-test-registry");
+    let cert = server_params
+        .signed_by(&server_key, &issuer)
+        .expect("server cert");
+    (ca_pem, cert.pem(), server_key.serialize_pem())
+}
+
+/// A registry serving HTTPS with a certificate of a custom CA: trusted with the CA (push and
+/// read), refused with another CA (nothing cached).
+#[tokio::test]
+async fn tls_registry_with_a_custom_ca() {
+    let Some(dir) = common::data("tls_registry_with_a_custom_ca") else {
+        return;
+    };
+    if !DockerRegistry::available() {
+        eprintln!(
+            "SKIP tls_registry_with_a_custom_ca: no {}",
+            DockerRegistry::BINARY
+        );
+        return;
+    }
+    let work = tempfile::tempdir().expect("tmp");
+    let (ca, cert, key) = tls_material();
+    std::fs::write(work.path().join("server.crt"), &cert).expect("cert");
+    std::fs::write(work.path().join("server.key"), &key).expect("key");
+    let registry = DockerRegistry::start(
+        &work.path().join("storage"),
+        work.path(),
+        &format!(
+            "  tls:\n    certificate: {}\n    key: {}\n",
+            work.path().join("server.crt").display(),
+            work.path().join("server.key").display()
+        ),
+    )
+    .expect("registry");
+    let ctx = common::ctx(
+        serde_json::json!({"type": "OCIRegistry", "baseUrl": format!("localhost:{}", registry.port)}),
+    );
+    let (descriptor, blob) = tour_descriptor(&dir, "localhost:1/none:1.0.0");
+    let trusting = |cache: &str| {
+        let c = components(
+            Arc::new(HyperTransport::new()),
+            &work.path().join(cache),
+            false,
+            vec![],
+        );
+        c.set_registry_ca(Some(ca.clone().into_bytes()));
+        c
+    };
+    push_component_version(
+        &trusting("c0"),
+        &ctx,
+        &descriptor,
+        &[(
+            "application/vnd.gardener.landscaper.blueprint.v1+tar+gzip".into(),
+            blob,
+        )],
+    )
+    .await
+    .expect("pushed over TLS with the CA");
+    let c = trusting("c1");
+    let cv = c
+        .component_version(&ctx, TOUR, "1.0.0")
+        .await
+        .expect("read over TLS with the CA");
+    blueprint_files(&c.resource(&cv, "blueprint").await.expect("blob")).expect("blueprint");
+    // Another CA (on loopback without a CA the client speaks plain HTTP, which a TLS
+    // registry answers with 400).
+    let (other_ca, _, _) = tls_material();
+    let untrusting = components(
+        Arc::new(HyperTransport::new()),
+        &work.path().join("c2"),
+        false,
+        vec![],
+    );
+    untrusting.set_registry_ca(Some(other_ca.into_bytes()));
+    let err = untrusting
+        .component_version(&ctx, TOUR, "1.0.0")
+        .await
+        .expect_err("an unknown CA is refused");
+    let text = err.to_string();
+    assert!(
+        text.contains(TOUR) && text.to_ascii_lowercase().contains("certificate"),
+        "{text}"
+    );
+    assert!(
+        std::fs::read_dir(work.path().join("c2"))
+            .map(|d| d.flatten().all(|e| e.path().is_dir()))
+            .unwrap_or(true),
+        "nothing cached from a refused registry"
     );
 }

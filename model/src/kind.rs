@@ -24,11 +24,12 @@ pub enum Kind {
     ConfigMap,
     Secret,
     ManifestFile,
+    TransportArchive,
 }
 
 impl Kind {
     /// All kinds, in a stable order (used by discovery and listings).
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Installation,
         Kind::Execution,
         Kind::DeployItem,
@@ -38,6 +39,7 @@ impl Kind {
         Kind::ConfigMap,
         Kind::Secret,
         Kind::ManifestFile,
+        Kind::TransportArchive,
     ];
 
     /// The `kind` field value.
@@ -52,6 +54,7 @@ impl Kind {
             Kind::ConfigMap => "ConfigMap",
             Kind::Secret => "Secret",
             Kind::ManifestFile => "ManifestFile",
+            Kind::TransportArchive => "TransportArchive",
         }
     }
 
@@ -59,7 +62,7 @@ impl Kind {
     pub const fn group(self) -> &'static str {
         match self {
             Kind::ConfigMap | Kind::Secret => "",
-            Kind::ManifestFile => APPLIANCE_GROUP,
+            Kind::ManifestFile | Kind::TransportArchive => APPLIANCE_GROUP,
             _ => LANDSCAPER_GROUP,
         }
     }
@@ -75,7 +78,9 @@ impl Kind {
     pub const fn api_version(self) -> &'static str {
         match self {
             Kind::ConfigMap | Kind::Secret => "v1",
-            Kind::ManifestFile => "appliance.landscaper-appliance.io/v1alpha1",
+            Kind::ManifestFile | Kind::TransportArchive => {
+                "appliance.landscaper-appliance.io/v1alpha1"
+            }
             _ => "landscaper.gardener.cloud/v1alpha1",
         }
     }
@@ -92,6 +97,7 @@ impl Kind {
             Kind::ConfigMap => "configmaps",
             Kind::Secret => "secrets",
             Kind::ManifestFile => "manifestfiles",
+            Kind::TransportArchive => "transportarchives",
         }
     }
 
@@ -107,6 +113,7 @@ impl Kind {
             Kind::ConfigMap => "configmap",
             Kind::Secret => "secret",
             Kind::ManifestFile => "manifestfile",
+            Kind::TransportArchive => "transportarchive",
         }
     }
 
@@ -122,12 +129,13 @@ impl Kind {
             Kind::ConfigMap => &["cm"],
             Kind::Secret => &[],
             Kind::ManifestFile => &["mf"],
+            Kind::TransportArchive => &["ta"],
         }
     }
 
     /// Whether objects of this kind live in a namespace. Ingested files are cluster-scoped.
     pub const fn namespaced(self) -> bool {
-        !matches!(self, Kind::ManifestFile)
+        !matches!(self, Kind::ManifestFile | Kind::TransportArchive)
     }
 
     /// Whether this kind carries `metadata.generation` (bumped on changes outside metadata and
@@ -184,5 +192,10 @@ mod tests {
             Some(Kind::Installation)
         );
         assert_eq!(Kind::from_resource("", "installations"), None);
+        assert_eq!(
+            Kind::from_resource("appliance.landscaper-appliance.io", "ta"),
+            Some(Kind::TransportArchive)
+        );
+        assert!(!Kind::TransportArchive.namespaced());
     }
 }

@@ -1,5 +1,5 @@
 //! Typed Landscaper objects with exactly Landscaper's JSON shapes, plus core ConfigMap/Secret and
-//! the appliance's own `ManifestFile` kind.
+//! the appliance's own `ManifestFile` and `TransportArchive` kinds.
 //!
 //! The store keeps objects as JSON values; these types are the schema those values must satisfy
 //! (see [`validate_object`]) and the typed view controllers work with (see [`Resource`]).
@@ -32,6 +32,7 @@ pub mod resource;
 pub mod semver;
 pub mod shared;
 pub mod target;
+pub mod transportarchive;
 pub mod validate;
 pub mod workflow;
 pub mod write_path;
@@ -63,6 +64,10 @@ pub use shared::{
     ObjectReference, OnDeleteConfig, Phase, SecretReference, TransitionTimes, TypedObjectReference,
 };
 pub use target::{Target, TargetSpec, kubeconfig_text};
+pub use transportarchive::{
+    ArchivedComponentVersion, TRANSPORT_ARCHIVE_FAILED, TRANSPORT_ARCHIVE_READY, TransportArchive,
+    TransportArchiveSpec, TransportArchiveStatus,
+};
 pub use validate::{ModelError, ValidatedObject, validate_object};
 pub use workflow::{
     ActivationCondition, CrdPresent, ExtensionPlace, FailurePolicy, WorkflowExtension,

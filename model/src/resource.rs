@@ -11,7 +11,7 @@ use super::meta::ObjectMeta;
 use super::validate::ModelError;
 use super::{
     ConfigMap, Context, DataObject, DeployItem, Execution, Installation, ManifestFile, Secret,
-    Target,
+    Target, TransportArchive,
 };
 
 /// A stored kind with its typed Rust representation.
@@ -70,6 +70,7 @@ impl_resource! {
     ConfigMap => Kind::ConfigMap,
     Secret => Kind::Secret,
     ManifestFile => Kind::ManifestFile,
+    TransportArchive => Kind::TransportArchive,
 }
 
 /// Reads a stored JSON value as `T`.

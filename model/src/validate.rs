@@ -18,7 +18,7 @@ use super::shared::is_set;
 use super::workflow::{ExtensionPlace, WORKFLOW_ANNOTATION, WorkflowExtension};
 use super::{
     ConfigMap, Context, DataObject, DeployItem, DeployItemTemplate, Execution, Installation,
-    ManifestFile, Secret, Target,
+    ManifestFile, Secret, Target, TransportArchive,
 };
 
 /// Max length of an Installation name: 63 minus the length of `Inst.` (label values).
@@ -121,6 +121,9 @@ pub fn validate_object(value: &Value) -> Result<ValidatedObject, ModelError> {
         Kind::ConfigMap => admit::<ConfigMap>(value, check_config_map),
         Kind::Secret => admit_content::<Secret>(value, check_secret),
         Kind::ManifestFile => admit::<ManifestFile>(value, check_manifest_file),
+        Kind::TransportArchive => {
+            admit::<TransportArchive>(value, |a, errs| check_folder_path(&a.spec.path, errs))
+        }
     }
 }
 
@@ -916,7 +919,12 @@ fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
 // --- ManifestFile -----------------------------------------------------------------------------
 
 fn check_manifest_file(file: &ManifestFile, errs: &mut Vec<ModelError>) {
-    let path = file.spec.path.as_str();
+    check_folder_path(&file.spec.path, errs)
+}
+
+/// `spec.path` of the records of files in the manifests folder (ManifestFile,
+/// TransportArchive): relative, `/`-separated, inside the folder.
+fn check_folder_path(path: &str, errs: &mut Vec<ModelError>) {
     if path.is_empty() {
         errs.push(ModelError::required("spec.path", "path must not be empty"));
     } else if path.starts_with('/') || path.contains('\\') {

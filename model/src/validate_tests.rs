@@ -390,6 +390,33 @@ status:
   warnings: ['unknown field "spec.foo"']
 "#;
 
+const TRANSPORT_ARCHIVE: &str = r#"
+apiVersion: appliance.landscaper-appliance.io/v1alpha1
+kind: TransportArchive
+metadata:
+  name: mirror.tgz
+spec:
+  path: airgap/mirror.tgz
+status:
+  phase: Ready
+  type: CommonTransportFormat
+  format: tgz
+  size: 4096
+  componentVersions:
+  - name: github.com/gardener/landscaper-examples/guided-tour/helm-chart
+    version: 1.0.0
+    resources: 2
+  observedTime: "2024-05-01T10:00:00Z"
+"#;
+
+#[test]
+fn transport_archive_paths_stay_inside_the_folder() {
+    let mut value = yaml(TRANSPORT_ARCHIVE);
+    value["spec"]["path"] = "../outside.tgz".into();
+    let err = validate_object(&value).unwrap_err().to_string();
+    assert!(err.contains("spec.path") && err.contains(".."), "{err}");
+}
+
 #[test]
 fn every_kind_round_trips_its_fixture() {
     let cases = [
@@ -403,6 +430,7 @@ fn every_kind_round_trips_its_fixture() {
         (CONFIG_MAP, Kind::ConfigMap),
         (SECRET, Kind::Secret),
         (MANIFEST_FILE, Kind::ManifestFile),
+        (TRANSPORT_ARCHIVE, Kind::TransportArchive),
     ];
     for (text, kind) in cases {
         assert_eq!(round_trip(text).kind, kind);

@@ -527,12 +527,21 @@ impl<'a> RegistrySession<'a> {
         &self.reference
     }
 
-    fn base_url(&self) -> String {
-        let scheme = if self.plain_http {
+    /// `http` with the explicit plain-HTTP setting; `https` when a custom CA is trusted (one
+    /// trusts a CA to talk TLS, also to a loopback registry); else the reference's default
+    /// (plain HTTP on loopback only).
+    fn scheme(&self) -> &'static str {
+        if self.plain_http {
             "http"
+        } else if self.ca_pem.is_some() {
+            "https"
         } else {
             self.reference.scheme()
-        };
+        }
+    }
+
+    fn base_url(&self) -> String {
+        let scheme = self.scheme();
         format!(
             "{scheme}://{}/v2/{}",
             self.reference.api_host(),
@@ -761,11 +770,7 @@ impl<'a> RegistrySession<'a> {
     /// Checks that the registry answers the API (`GET /v2/`): 200, or 401 with a usable
     /// challenge for which the credentials (if any) are accepted.
     pub async fn ping(&mut self) -> Result<(), SourceError> {
-        let scheme = if self.plain_http {
-            "http"
-        } else {
-            self.reference.scheme()
-        };
+        let scheme = self.scheme();
         let url = format!("{scheme}://{}/v2/", self.reference.api_host());
         let what = format!("{} (API check)", self.reference.registry);
         let response = self.get(&what, &url, None, 1 << 20).await?;

@@ -330,6 +330,121 @@ fn guided_tour_helm_chart_from_a_registry_then_air_gapped() {
     assert_eq!(key.resource["name"], "echo-server-chart");
 }
 
+const ARCHIVES_PATH: &str = "/apis/appliance.landscaper-appliance.io/v1alpha1/transportarchives";
+
+/// The stored `TransportArchive` objects by `spec.path`.
+fn transport_archives(daemon: &Daemon) -> std::collections::BTreeMap<String, Value> {
+    daemon
+        .get_json(ARCHIVES_PATH)
+        .and_then(|list| list["items"].as_array().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|o| {
+            (
+                o["spec"]["path"].as_str().unwrap_or_default().to_string(),
+                o,
+            )
+        })
+        .collect()
+}
+
+/// Transport archives in the manifests folder are `TransportArchive` objects: a CTF `.tgz`
+/// is Ready with its component versions, a truncated `.tar` is Failed with the error, a
+/// chart tarball is no archive at all; `get ta` lists them; an API delete is refused; removing
+/// the file removes the object. Needs only the OCM acceptance data.
+#[test]
+fn transport_archives_in_the_folder_are_listed_with_their_component_versions() {
+    let Some(ctf) = data()
+        .map(|tour| tour.join("../../../ctf/ocm-0.20.0-compat-01"))
+        .filter(|d| d.is_dir())
+    else {
+        eprintln!("SKIP: the OCM acceptance data is missing");
+        return;
+    };
+    let daemon = Daemon::start();
+    std::fs::create_dir_all(daemon.manifests.join("air")).unwrap();
+    std::fs::copy(
+        ctf.join("transport-archive.tar.gz"),
+        daemon.manifests.join("air/mirror.tgz"),
+    )
+    .unwrap();
+    let tar = std::fs::read(ctf.join("transport-archive.tar")).unwrap();
+    std::fs::write(daemon.manifests.join("cut.tar"), &tar[..tar.len() / 2]).unwrap();
+    let listed = eventually(Duration::from_secs(20), "two TransportArchives", || {
+        let all = transport_archives(&daemon);
+        (all.len() == 2 && all.values().all(|a| a["status"]["phase"].is_string())).then_some(all)
+    });
+    let mirror = &listed["air/mirror.tgz"];
+    assert_eq!(mirror["status"]["phase"], "Ready", "{mirror}");
+    assert_eq!(
+        mirror["status"]["type"], "CommonTransportFormat",
+        "{mirror}"
+    );
+    assert_eq!(mirror["status"]["format"], "tgz", "{mirror}");
+    let size = std::fs::metadata(ctf.join("transport-archive.tar.gz"))
+        .unwrap()
+        .len();
+    assert_eq!(mirror["status"]["size"], size, "{mirror}");
+    assert_eq!(
+        mirror["status"]["componentVersions"][0]["name"], "github.com/acme.org/helloworld",
+        "{mirror}"
+    );
+    assert_eq!(mirror["status"]["componentVersions"][0]["version"], "1.0.0");
+    assert!(mirror["status"]["observedTime"].is_string(), "{mirror}");
+    assert!(mirror["status"].get("lastError").is_none(), "{mirror}");
+    let cut = &listed["cut.tar"];
+    assert_eq!(cut["status"]["phase"], "Failed", "{cut}");
+    assert_eq!(cut["status"]["format"], "tar", "{cut}");
+    let error = cut["status"]["lastError"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("cut.tar"),
+        "the error names the archive: {cut}"
+    );
+    assert!(cut["status"].get("componentVersions").is_none(), "{cut}");
+
+    let out = daemon.cli(&["get", "ta"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("air/mirror.tgz")
+            && stdout.contains("github.com/acme.org/helloworld:1.0.0")
+            && stdout.contains("Ready")
+            && stdout.contains("Failed"),
+        "{stdout}"
+    );
+
+    // Read-only: the object follows the file, an API delete is refused.
+    let name = cut["metadata"]["name"].as_str().unwrap().to_string();
+    let token = daemon.data.join("api-token");
+    let out = daemon.cli(&[
+        "delete",
+        "ta",
+        &name,
+        "--token-file",
+        token.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("records the transport archive cut.tar"),
+        "delete of a TransportArchive refused: {stderr}"
+    );
+    assert!(transport_archives(&daemon).contains_key("cut.tar"));
+
+    std::fs::remove_file(daemon.manifests.join("air/mirror.tgz")).unwrap();
+    eventually(
+        Duration::from_secs(20),
+        "the removed archive's object deleted",
+        || {
+            let all = transport_archives(&daemon);
+            (!all.contains_key("air/mirror.tgz") && all.contains_key("cut.tar")).then_some(())
+        },
+    );
+}
+
 fn hex_sha256(bytes: &[u8]) -> String {
     use sha2::Digest as _;
     sha2::Sha256::digest(bytes)

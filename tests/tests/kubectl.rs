@@ -145,6 +145,26 @@ fn kubectl_reads_the_appliance() {
         "{out}"
     );
 
+    // The transport archives of the folder (none here): served, cluster-scoped, short name `ta`.
+    let (ok, out, err) = k.run(&["get", "ta"]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("No resources found") && out.is_empty(),
+        "{out}{err}"
+    );
+    let (ok, out, err) = k.run(&[
+        "api-resources",
+        "--api-group",
+        "appliance.landscaper-appliance.io",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("transportarchives")
+            && out.contains("ta ")
+            && out.contains("TransportArchive"),
+        "{out}"
+    );
+
     let (ok, _, err) = k.run(&["get", "installation", "missing", "-n", "kube-e2e"]);
     assert!(!ok);
     assert!(

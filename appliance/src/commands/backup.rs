@@ -494,7 +494,7 @@ pub fn restore(args: &RestoreArgs, out: &mut impl Write) -> Result<(), BackupErr
     let counts: Vec<String> = report
         .counts
         .iter()
-        .filter(|(kind, n)| *n > 0 && *kind != Kind::ManifestFile)
+        .filter(|(kind, n)| *n > 0 && !matches!(kind, Kind::ManifestFile | Kind::TransportArchive))
         .map(|(kind, n)| format!("{}: {n}", kind.plural()))
         .collect();
     let _ = writeln!(

@@ -376,6 +376,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     let cache = crate::components::open_cache(&config.data_dir);
     let (components, resolver) =
         crate::components::build(cache.clone(), &config.manifests_dir, false);
+    if let Some(path) = &config.registry_ca_file {
+        let pem = std::fs::read(path)
+            .with_context(|| format!("reading registryCAFile {}", path.display()))?;
+        components.set_registry_ca(Some(pem));
+    }
     // The one place the deployers are built.
     let deployers = std::sync::Arc::new(deployer_registry(
         &store,
@@ -469,7 +474,13 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
             max_file_size: config.max_manifest_file_size,
             ..crate::daemon::ingest::IngestConfig::default()
         },
-        crate::components::archive_sink(components),
+        crate::components::archive_sink(
+            components,
+            crate::daemon::ingest::archives::ArchiveRecorder::new(
+                store.clone(),
+                config.manifests_dir.clone(),
+            ),
+        ),
     );
     let controllers = tokio::spawn(crate::daemon::controllers::run(
         controller_context.clone(),
@@ -545,6 +556,23 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     Ok(())
 }
 
+/// A stored Secret's name, type and decoded data (for pull secrets and repository
+/// credentials); `None` when it is missing or unreadable.
+pub fn read_secret(
+    store: &(impl landscaper_store::ObjectSource + ?Sized),
+    namespace: &str,
+    name: &str,
+) -> Option<landscaper_sources::SecretData> {
+    let key = landscaper_store::ObjectKey::new(landscaper_store::Kind::Secret, namespace, name);
+    let raw = store.get(&key).ok().flatten()?;
+    let secret: landscaper_store::model::Secret = serde_json::from_value(raw).ok()?;
+    Some(landscaper_sources::SecretData {
+        name: name.to_string(),
+        secret_type: secret.r#type.clone().unwrap_or_default(),
+        data: secret.decoded_data(),
+    })
+}
+
 /// The built-in deployers with the helm deployer (the shared cache `<data>/chart-cache`,
 /// charts from the manifests folder and from component versions, pull secrets and repository
 /// credentials from the store).
@@ -558,15 +586,7 @@ pub fn deployer_registry(
     let secrets_store = store.clone();
     let secrets: landscaper_deployers::helm::SecretReader =
         std::sync::Arc::new(move |namespace: &str, name: &str| {
-            let key =
-                landscaper_store::ObjectKey::new(landscaper_store::Kind::Secret, namespace, name);
-            let raw = secrets_store.get(&key).ok().flatten()?;
-            let secret: landscaper_store::model::Secret = serde_json::from_value(raw).ok()?;
-            Some(landscaper_deployers::helm::SecretData {
-                name: name.to_string(),
-                secret_type: secret.r#type.clone().unwrap_or_default(),
-                data: secret.decoded_data(),
-            })
+            read_secret(&secrets_store, namespace, name)
         });
     let sources = landscaper_sources::ChartSources::with_shared_cache(
         std::sync::Arc::new(landscaper_sources::http::HyperTransport::new()),

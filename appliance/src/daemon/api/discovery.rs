@@ -293,6 +293,12 @@ mod tests {
         assert_eq!(r["scope"], "Cluster");
         assert_eq!(r["responseKind"]["kind"], "ManifestFile");
         assert_eq!(r["shortNames"], json!(["mf"]));
+        let r = &group["versions"][0]["resources"][1];
+        assert_eq!(r["resource"], "transportarchives");
+        assert_eq!(r["scope"], "Cluster");
+        assert_eq!(r["responseKind"]["kind"], "TransportArchive");
+        assert_eq!(r["shortNames"], json!(["ta"]));
+        assert!(r.get("subresources").is_none());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Server-side printing: `meta.k8s.io/v1` `Table` objects with the printer columns of
 //! Landscaper's CRDs (`additionalPrinterColumns`), of kube-apiserver's printers for ConfigMaps,
-//! Secrets and Namespaces, and the appliance's own for ManifestFiles. Cells follow
+//! Secrets and Namespaces, and the appliance's own for ManifestFiles and TransportArchives. Cells follow
 //! kube-apiserver: a missing value is `null`, dates become ages like `5m` or `3d4h`.
 
 use jiff::Timestamp;
@@ -230,6 +230,84 @@ const MANIFEST_FILE: &[Column] = &[
     },
 ];
 
+/// The appliance's own printer for TransportArchives (issue 18).
+const TRANSPORT_ARCHIVE: &[Column] = &[
+    NAME,
+    Column {
+        name: "Path",
+        kind: "string",
+        format: "",
+        description: "Path of the archive relative to the manifests folder.",
+        priority: 0,
+        cell: |o, _| string_at(o, &["spec", "path"]),
+    },
+    Column {
+        name: "Phase",
+        kind: "string",
+        format: "",
+        description: "Ready when the archive was read, Failed when it cannot be used.",
+        priority: 0,
+        cell: |o, _| string_at(o, &["status", "phase"]),
+    },
+    Column {
+        name: "Components",
+        kind: "string",
+        format: "",
+        description: "The component versions the archive holds (name:version).",
+        priority: 0,
+        cell: |o, _| {
+            let held: Vec<String> = at(o, &["status", "componentVersions"])
+                .and_then(Value::as_array)
+                .map(|cvs| {
+                    cvs.iter()
+                        .map(|cv| {
+                            format!(
+                                "{}:{}",
+                                cv["name"].as_str().unwrap_or_default(),
+                                cv["version"].as_str().unwrap_or_default()
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Value::String(held.join(","))
+        },
+    },
+    Column {
+        name: "Error",
+        kind: "string",
+        format: "",
+        description: "Why the archive cannot be used.",
+        priority: 0,
+        cell: |o, _| string_at(o, &["status", "lastError"]),
+    },
+    CRD_AGE,
+    Column {
+        name: "Type",
+        kind: "string",
+        format: "",
+        description: "OCM repository type: CommonTransportFormat or ComponentArchive.",
+        priority: 1,
+        cell: |o, _| string_at(o, &["status", "type"]),
+    },
+    Column {
+        name: "Format",
+        kind: "string",
+        format: "",
+        description: "How the archive is stored: directory, tar or tgz.",
+        priority: 1,
+        cell: |o, _| string_at(o, &["status", "format"]),
+    },
+    Column {
+        name: "Size",
+        kind: "integer",
+        format: "",
+        description: "Size of the archive in bytes.",
+        priority: 1,
+        cell: |o, _| at(o, &["status", "size"]).cloned().unwrap_or(Value::Null),
+    },
+];
+
 /// kube-apiserver's printer for Events (`printEvent`), which answers as with `-o wide`: the
 /// columns of priority 1 are only shown by `kubectl get events -o wide`.
 const EVENT: &[Column] = &[
@@ -362,6 +440,7 @@ pub fn columns(resource: Resource) -> &'static [Column] {
             Kind::ConfigMap => CONFIG_MAP,
             Kind::Secret => SECRET,
             Kind::ManifestFile => MANIFEST_FILE,
+            Kind::TransportArchive => TRANSPORT_ARCHIVE,
         },
         Resource::Namespaces => NAMESPACE,
         Resource::Events => EVENT,
@@ -690,6 +769,62 @@ mod tests {
             bare["rows"][0]["cells"],
             json!(["<unknown>", "", "", "", "", "", "", "<unknown>", 1, "x"])
         );
+    }
+
+    #[test]
+    fn transport_archive_rows_list_component_versions_and_errors() {
+        let options = TableOptions {
+            version: "v1",
+            include_object: IncludeObject::Metadata,
+            no_headers: false,
+        };
+        let ready = json!({
+            "apiVersion": "appliance.landscaper-appliance.io/v1alpha1", "kind": "TransportArchive",
+            "metadata": {"name": "m.tgz"}, "spec": {"path": "air/m.tgz"},
+            "status": {"phase": "Ready", "type": "CommonTransportFormat", "format": "tgz", "size": 10,
+                       "componentVersions": [{"name": "a.io/x", "version": "1.0.0", "resources": 2},
+                                             {"name": "a.io/y", "version": "2.0.0", "resources": 0}]},
+        });
+        let failed = json!({
+            "metadata": {"name": "t.tar"}, "spec": {"path": "t.tar"},
+            "status": {"phase": "Failed", "lastError": "truncated"},
+        });
+        let table = to_table(
+            Resource::Kind(Kind::TransportArchive),
+            &[ready, failed],
+            "9",
+            &options,
+        );
+        let names: Vec<&str> = table["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "Name",
+                "Path",
+                "Phase",
+                "Components",
+                "Error",
+                "Age",
+                "Type",
+                "Format",
+                "Size"
+            ]
+        );
+        let cells = &table["rows"][0]["cells"];
+        assert_eq!(cells[1], "air/m.tgz");
+        assert_eq!(cells[2], "Ready");
+        assert_eq!(cells[3], "a.io/x:1.0.0,a.io/y:2.0.0");
+        assert_eq!(cells[4], Value::Null);
+        assert_eq!(cells[8], 10);
+        let cells = &table["rows"][1]["cells"];
+        assert_eq!(cells[2], "Failed");
+        assert_eq!(cells[3], "");
+        assert_eq!(cells[4], "truncated");
     }
 
     #[test]

@@ -226,17 +226,22 @@ pub async fn delete(
                     ),
                 ));
             }
-            if key.kind == Kind::ManifestFile {
+            if matches!(key.kind, Kind::ManifestFile | Kind::TransportArchive) {
                 let path = current
                     .pointer("/spec/path")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
+                let what = if key.kind == Kind::ManifestFile {
+                    "manifest file"
+                } else {
+                    "transport archive"
+                };
                 return Err(ApiError::conflict(
                     key.kind,
                     &key.name,
                     &format!(
-                        "ManifestFile {} records the manifest file {path}: remove the file from the folder instead",
-                        key.name
+                        "{} {} records the {what} {path}: remove the file from the folder instead",
+                        key.kind, key.name
                     ),
                 ));
             }

@@ -274,15 +274,17 @@ fn admit(
         ));
     };
     let mut object = map.clone();
-    if object.get("kind").and_then(Value::as_str) == Some(Kind::ManifestFile.as_str())
-        && object.get("apiVersion").and_then(Value::as_str)
-            == Some(Kind::ManifestFile.api_version())
-    {
-        return Err(field_error(
-            "kind",
-            "ManifestFile objects are managed by the appliance and cannot be defined in manifests"
-                .into(),
-        ));
+    for managed in [Kind::ManifestFile, Kind::TransportArchive] {
+        if object.get("kind").and_then(Value::as_str) == Some(managed.as_str())
+            && object.get("apiVersion").and_then(Value::as_str) == Some(managed.api_version())
+        {
+            return Err(field_error(
+                "kind",
+                format!(
+                    "{managed} objects are managed by the appliance and cannot be defined in manifests"
+                ),
+            ));
+        }
     }
     let mut warn = |field: &str, message: String| {
         let (line, column) = ctx.locate(&format!("{prefix}{field}")).unzip();
@@ -1101,6 +1103,16 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.message.contains("managed by the appliance"), "{err}");
+        let err = parse_manifest(
+            "t.yaml",
+            b"apiVersion: appliance.landscaper-appliance.io/v1alpha1\nkind: TransportArchive\nmetadata:\n  name: x\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.message
+                .contains("TransportArchive objects are managed by the appliance"),
+            "{err}"
+        );
         let err = parse_manifest(
             "u.yaml",
             b"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n",

@@ -12,6 +12,7 @@
 //! Use: [`Ingestor::new`], then [`Ingestor::run`] (initial scan, then watch and periodic
 //! rescans until cancelled), or [`Ingestor::rescan`] for one scan.
 
+pub mod archives;
 mod engine;
 pub mod manifest;
 pub mod names;

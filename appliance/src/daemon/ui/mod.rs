@@ -163,6 +163,7 @@ fn read_snapshot(store: &Store) -> Result<Snapshot, StoreError> {
         executions: store.list(Kind::Execution, None, &all)?.items,
         deploy_items: store.list(Kind::DeployItem, None, &all)?.items,
         files: store.list(Kind::ManifestFile, None, &all)?.items,
+        archives: store.list(Kind::TransportArchive, None, &all)?.items,
         revision,
     })
 }
@@ -386,6 +387,7 @@ async fn events(
                 | Kind::Execution
                 | Kind::DeployItem
                 | Kind::ManifestFile
+                | Kind::TransportArchive
                 | Kind::DataObject
                 | Kind::Target
         )
@@ -530,6 +532,10 @@ mod tests {
             installations: vec![json!({"metadata": {"name": "a<b", "namespace": "ns"},
                 "status": {"phase": "Failed", "jobID": "1", "jobIDFinished": "1",
                     "lastError": {"reason": "R", "message": "<script>alert(1)</script>"}}})],
+            archives: vec![
+                json!({"spec": {"path": "air/m.tgz"}, "status": {"phase": "Failed",
+                "lastError": "<b>truncated</b>"}}),
+            ],
             ..Snapshot::default()
         };
         let o = view::overview(&snapshot);
@@ -541,6 +547,11 @@ mod tests {
         assert!(out.contains("a&lt;b"), "{out}");
         assert!(!out.contains("<script>alert"), "escaped: {out}");
         assert!(out.contains("&lt;script&gt;"));
+        assert!(out.contains("Transport archives (1)"), "{out}");
+        assert!(
+            out.contains("m.tgz") && out.contains("&lt;b&gt;truncated"),
+            "{out}"
+        );
         assert!(out.contains("class=\"phase bad\""));
         let node = o.roots[0].clone();
         let detail = env

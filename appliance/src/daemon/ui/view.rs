@@ -1,5 +1,6 @@
 //! What the status page shows, computed from the stored objects without I/O: phase counts,
-//! running jobs with progress, failed objects, manifest files with their errors, and the
+//! running jobs with progress, failed objects, manifest files with their errors, transport
+//! archives with what they hold, and the
 //! installation tree (subinstallations, execution, deploy items).
 
 use std::collections::{BTreeMap, HashMap};
@@ -19,6 +20,8 @@ pub struct Snapshot {
     pub executions: Vec<Value>,
     pub deploy_items: Vec<Value>,
     pub files: Vec<Value>,
+    /// `TransportArchive` objects.
+    pub archives: Vec<Value>,
     pub revision: u64,
 }
 
@@ -124,12 +127,66 @@ pub struct FileRow {
     pub objects: usize,
 }
 
+/// One transport archive of the manifests folder (issue 18).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ArchiveRow {
+    pub path: String,
+    pub phase: String,
+    pub tone: &'static str,
+    /// `CommonTransportFormat tgz, 1234 bytes`.
+    pub detail: String,
+    /// `name:version (N resources)`.
+    pub components: Vec<String>,
+    pub error: Option<String>,
+}
+
+fn archive_row(a: &Value) -> ArchiveRow {
+    let status = &a["status"];
+    let phase = str_at(status, "/phase");
+    let mut detail: Vec<String> = ["/type", "/format"]
+        .into_iter()
+        .map(|p| str_at(status, p))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if let Some(size) = status["size"].as_u64() {
+        detail.push(format!("{size} bytes"));
+    }
+    ArchiveRow {
+        path: str_at(a, "/spec/path").to_string(),
+        phase: if phase.is_empty() { "-" } else { phase }.to_string(),
+        tone: match phase {
+            "Ready" => "ok",
+            "Failed" => "bad",
+            _ => "idle",
+        },
+        detail: detail.join(" "),
+        components: status["componentVersions"]
+            .as_array()
+            .map(|cvs| {
+                cvs.iter()
+                    .map(|cv| {
+                        format!(
+                            "{}:{} ({} resources)",
+                            str_at(cv, "/name"),
+                            str_at(cv, "/version"),
+                            cv["resources"].as_u64().unwrap_or(0)
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        error: status["lastError"].as_str().map(str::to_string),
+    }
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Overview {
     pub counts: Vec<KindCounts>,
     pub running: Vec<RunningJob>,
     pub failed: Vec<Row>,
     pub files: Vec<FileRow>,
+    pub archives: Vec<ArchiveRow>,
     pub roots: Vec<InstallationNode>,
     pub revision: u64,
 }
@@ -360,6 +417,8 @@ pub fn overview(snapshot: &Snapshot) -> Overview {
     failed.sort_by(|a, b| (a.kind, &a.namespace, &a.name).cmp(&(b.kind, &b.namespace, &b.name)));
     let mut files: Vec<FileRow> = snapshot.files.iter().map(file_row).collect();
     files.sort_by(|a, b| (a.error.is_none(), &a.path).cmp(&(b.error.is_none(), &b.path)));
+    let mut archives: Vec<ArchiveRow> = snapshot.archives.iter().map(archive_row).collect();
+    archives.sort_by(|a, b| (a.error.is_none(), &a.path).cmp(&(b.error.is_none(), &b.path)));
     Overview {
         counts: vec![
             counts("Installation", &snapshot.installations),
@@ -369,6 +428,7 @@ pub fn overview(snapshot: &Snapshot) -> Overview {
         running,
         failed,
         files,
+        archives,
         roots: tree,
         revision: snapshot.revision,
     }
@@ -448,9 +508,20 @@ mod tests {
                 json!({"spec": {"path": "bad.yaml"}, "status": {"phase": "Error",
                     "lastError": {"document": 1, "line": 7, "column": 3, "field": "spec.imports", "message": "boom"}}}),
             ],
+            archives: vec![
+                json!({"spec": {"path": "m.tgz"}, "status": {"phase": "Ready", "type": "CommonTransportFormat",
+                    "format": "tgz", "size": 12, "componentVersions": [{"name": "x.io/a", "version": "1.0.0", "resources": 2}]}}),
+                json!({"spec": {"path": "cut.tar"}, "status": {"phase": "Failed", "format": "tar", "lastError": "truncated"}}),
+            ],
             revision: 9,
         };
         let o = overview(&snapshot);
+        assert_eq!(o.archives[0].path, "cut.tar");
+        assert_eq!(o.archives[0].tone, "bad");
+        assert_eq!(o.archives[0].error.as_deref(), Some("truncated"));
+        assert_eq!(o.archives[1].detail, "CommonTransportFormat tgz 12 bytes");
+        assert_eq!(o.archives[1].components, ["x.io/a:1.0.0 (2 resources)"]);
+        assert_eq!(o.archives[1].tone, "ok");
         assert_eq!(o.roots.len(), 2);
         let root = &o.roots[1];
         assert_eq!(root.row.name, "root");

@@ -2,6 +2,7 @@
 
 use landscaper_store::model::Installation;
 use landscaper_templating::blueprint::Blueprint;
+use serde_json::Value;
 
 use super::*;
 use crate::daemon::controllers::lserror::PhaseError;
@@ -130,6 +131,7 @@ pub async fn resolve_blueprint(
             ),
         ));
     };
+    let resolver = &resolver.with_pull_secrets(context_pull_secrets(store, inst)?);
     let overwrites = landscaper_components::Overwrites::default();
     let resolved = resolver
         .resolve(&ctx, name, version, &overwrites)
@@ -190,6 +192,61 @@ fn component_reference(inst: &Installation) -> Option<(&str, &str)> {
     Some((name, r.version.as_deref().unwrap_or_default()))
 }
 
+/// The installation's Context (`spec.context`, else `default`), if stored.
+fn installation_context(
+    store: &(impl landscaper_store::ObjectSource + ?Sized),
+    inst: &Installation,
+) -> Result<Option<Value>, PhaseError> {
+    let context = inst
+        .spec
+        .context
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .unwrap_or(landscaper_store::model::constants::DEFAULT_CONTEXT_NAME);
+    let key =
+        landscaper_store::ObjectKey::new(landscaper_store::Kind::Context, namespace(inst), context);
+    store.get(&key).map_err(|e| store_error(OP_INIT, e))
+}
+
+/// The Secrets named in the installation's Context's `registryPullSecrets`, read from the
+/// Context's namespace as Landscaper does; a missing one is an error naming it (retried: it
+/// may be applied later).
+pub fn context_pull_secrets(
+    store: &(impl landscaper_store::ObjectSource + ?Sized),
+    inst: &Installation,
+) -> Result<Vec<landscaper_sources::SecretData>, PhaseError> {
+    let Some(context) = installation_context(store, inst)? else {
+        return Ok(Vec::new());
+    };
+    let names = context
+        .get("registryPullSecrets")
+        .and_then(Value::as_array)
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r.get("name").and_then(Value::as_str))
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    names
+        .iter()
+        .map(|name| {
+            crate::daemon::read_secret(store, namespace(inst), name).ok_or_else(|| {
+                normal(
+                    OP_INIT,
+                    "ResolveComponentDescriptor",
+                    format!(
+                        "registryPullSecrets of Context {}/{}: secret {name:?} not found",
+                        namespace(inst),
+                        landscaper_store::object::name(&context)
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
 /// The repository context of `spec.componentDescriptor.ref`: its own, else the Context's.
 pub fn repository_context(
     store: &(impl landscaper_store::ObjectSource + ?Sized),
@@ -204,24 +261,9 @@ pub fn repository_context(
         .filter(|v| !v.is_null());
     let raw = match own {
         Some(v) => Some(v),
-        None => {
-            let context = inst
-                .spec
-                .context
-                .as_deref()
-                .filter(|c| !c.is_empty())
-                .unwrap_or(landscaper_store::model::constants::DEFAULT_CONTEXT_NAME);
-            let key = landscaper_store::ObjectKey::new(
-                landscaper_store::Kind::Context,
-                namespace(inst),
-                context,
-            );
-            store
-                .get(&key)
-                .map_err(|e| store_error(OP_INIT, e))?
-                .and_then(|o| o.get("repositoryContext").cloned())
-                .filter(|v| !v.is_null())
-        }
+        None => installation_context(store, inst)?
+            .and_then(|o| o.get("repositoryContext").cloned())
+            .filter(|v| !v.is_null()),
     };
     let Some(raw) = raw else {
         return Err(component_error(

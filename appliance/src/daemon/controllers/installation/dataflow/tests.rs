@@ -835,3 +835,53 @@ subinstallations:
         assert_eq!(c.unwrap().context.raw["baseUrl"], "own.example");
     }
 }
+
+/// The Context's `registryPullSecrets` are read from the Context's namespace (the
+/// installation's); a missing one is a retryable error naming it; no Context, no secrets.
+#[test]
+fn context_pull_secrets_come_from_the_installations_context() {
+    let (_dir, store) = open_store();
+    let inst = installation("a", None, json!({"context": "with-secrets"}));
+    let none = blueprint::context_pull_secrets(&store, &inst).expect("no context");
+    assert!(none.is_empty());
+    put(
+        &store,
+        vec![
+            json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Context",
+                   "metadata": {"name": "with-secrets", "namespace": "ns"},
+                   "registryPullSecrets": [{"name": "pull"}, {"name": "later"}]}),
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+                   "metadata": {"name": "pull", "namespace": "ns"},
+                   "data": {".dockerconfigjson": "eyJhdXRocyI6e319"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+                   "metadata": {"name": "later", "namespace": "elsewhere"},
+                   "data": {".dockerconfigjson": "eyJhdXRocyI6e319"}}),
+        ],
+    );
+    let err = blueprint::context_pull_secrets(&store, &inst).expect_err("later is elsewhere");
+    let text = format!("{err:?}");
+    assert!(
+        text.contains("later") && text.contains("not found") && text.contains("ns/with-secrets"),
+        "{text}"
+    );
+    put(
+        &store,
+        vec![
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+                    "metadata": {"name": "later", "namespace": "ns"},
+                    "data": {".dockerconfigjson": "eyJhdXRocyI6e319"}}),
+        ],
+    );
+    let secrets = blueprint::context_pull_secrets(&store, &inst).expect("both found");
+    let names: Vec<&str> = secrets.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["pull", "later"]);
+    assert_eq!(secrets[0].secret_type, "kubernetes.io/dockerconfigjson");
+    assert_eq!(secrets[0].data[".dockerconfigjson"], b"{\"auths\":{}}");
+    // The default Context applies without spec.context.
+    let plain = installation("b", None, json!({}));
+    assert!(
+        blueprint::context_pull_secrets(&store, &plain)
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -1,0 +1,342 @@
+//! End-to-end (issue 18): the guided tour's subinstallation chapters that reach their
+//! blueprints through component references (`subinstallations/component-references`,
+//! `subinstallations/export-import`, `subinstallations/subinst-templates`) through the real
+//! daemon, with the chapters' Installation YAML unchanged except the registry base URL, the
+//! namespace and the kubeconfig:
+//! 1. from a real registry (Debian's `docker-registry` on loopback), each chapter's
+//!    `local-repo/` component versions pushed with the project's own client, the blueprint
+//!    directories packed as the real tour does (gzip tar, `localBlob`);
+//! 2. air-gapped: no registry, a fresh data folder and only a Common Transport Format archive
+//!    of the same component versions in the manifests folder (once as a directory, once as a
+//!    `.tgz`), beside a truncated CTF that is reported by name and harms nothing.
+//!
+//! Each chapter runs in its own namespace against its own test cluster (the chapters share
+//! object names). Needs `/usr/bin/docker-registry` and the OCM acceptance data; without them
+//! the test prints a SKIP line and passes.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use landscaper_components::files::CtfWriter;
+use landscaper_components::registry::push_component_version;
+use landscaper_components::{Components, ComponentsConfig, RepositoryContext};
+use landscaper_e2e::cluster::Cluster;
+use landscaper_e2e::{Daemon, eventually};
+use landscaper_sources::http::HyperTransport;
+use landscaper_sources::testing::DockerRegistry;
+use serde_json::Value;
+
+const BLUEPRINT_MEDIA_TYPE: &str = "application/vnd.gardener.landscaper.blueprint.v1+tar+gzip";
+
+/// A chapter, the namespace it runs in, its root Installation and the ConfigMaps its README
+/// says end up in the target cluster's namespace `example`.
+struct Chapter {
+    dir: &'static str,
+    namespace: &'static str,
+    installation: &'static str,
+    config_maps: &'static [&'static str],
+    /// The exported DataObject and its value, where the chapter exports one.
+    export: Option<(&'static str, &'static [&'static str])>,
+}
+
+const CHAPTERS: &[Chapter] = &[
+    Chapter {
+        dir: "subinstallations/component-references",
+        namespace: "cu-component-references",
+        installation: "component-references",
+        config_maps: &[
+            "example-configmap",
+            "example-configmap-x",
+            "example-configmap-x-x",
+        ],
+        export: Some((
+            "do-configmap-names",
+            &[
+                "example-configmap",
+                "example-configmap-x",
+                "example-configmap-x-x",
+            ],
+        )),
+    },
+    Chapter {
+        dir: "subinstallations/export-import",
+        namespace: "cu-export-import",
+        installation: "export-import",
+        config_maps: &[
+            "example-configmap",
+            "example-configmap-x",
+            "example-configmap-x-x",
+        ],
+        export: Some((
+            "do-configmap-names",
+            &[
+                "example-configmap",
+                "example-configmap-x",
+                "example-configmap-x-x",
+            ],
+        )),
+    },
+    Chapter {
+        dir: "subinstallations/subinst-templates",
+        namespace: "cu-subinst-templates",
+        installation: "subinst-templates",
+        config_maps: &["cm-0", "cm-1", "cm-2"],
+        export: None,
+    },
+];
+
+fn tour() -> Option<PathBuf> {
+    let dir = std::env::var_os("OCM_ACCEPTANCE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/shared/acceptance/ocm"))
+        .join("guided-tour");
+    dir.join("subinstallations/component-references")
+        .is_dir()
+        .then_some(dir)
+}
+
+/// A directory packed as the tour's `ocm add componentversions` packs a blueprint input
+/// (`type: dir`, `compress: true`): a gzip tar of its files.
+fn blueprint_tgz(dir: &Path) -> Vec<u8> {
+    let mut files = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        assert!(path.is_file(), "{}: blueprint directories are flat", path.display());
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        files.insert(name, std::fs::read(&path).unwrap());
+    }
+    let tar = landscaper_components::archive::tar_files(&files);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&tar).unwrap();
+    gz.finish().unwrap()
+}
+
+/// One component version of a chapter's `local-repo/`: the descriptor as published (each
+/// `localReference: <dir>` replaced by the packed blob's digest) and its local blobs.
+struct Published {
+    descriptor: String,
+    blobs: Vec<(String, Vec<u8>)>,
+}
+
+fn published(chapter: &Path) -> Vec<Published> {
+    let repo = chapter.join("local-repo");
+    let mut out = Vec::new();
+    let mut descriptors: Vec<PathBuf> = std::fs::read_dir(&repo)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    descriptors.sort();
+    for path in descriptors {
+        let mut descriptor = std::fs::read_to_string(&path).unwrap();
+        let mut blobs = Vec::new();
+        for entry in std::fs::read_dir(repo.join("blobs")).unwrap() {
+            let dir = entry.unwrap().path();
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            let from = format!("localReference: {name}\n");
+            if descriptor.contains(&from) {
+                let tgz = blueprint_tgz(&dir);
+                let digest = format!("sha256:{}", hex_sha256(&tgz));
+                descriptor = descriptor.replace(&from, &format!("localReference: {digest}\n"));
+                blobs.push((BLUEPRINT_MEDIA_TYPE.to_string(), tgz));
+            }
+        }
+        assert!(!blobs.is_empty(), "{}: no local blob", path.display());
+        out.push(Published { descriptor, blobs });
+    }
+    out
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn push_all(versions: &[Published], work: &Path, port: u16) {
+    let ctx = RepositoryContext::parse(
+        &serde_json::json!({"type": "OCIRegistry", "baseUrl": format!("127.0.0.1:{port}")}),
+    )
+    .unwrap();
+    let mut config = ComponentsConfig::new(Arc::new(HyperTransport::new()));
+    config.cache = Some(Arc::new(
+        landscaper_sources::ChartCache::open(work.join("push-cache"), 64 << 20).unwrap(),
+    ));
+    let pusher = Components::new(config);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for v in versions {
+        rt.block_on(push_component_version(
+            &pusher,
+            &ctx,
+            v.descriptor.as_bytes(),
+            &v.blobs,
+        ))
+        .expect("component version pushed");
+    }
+}
+
+fn ctf_of(versions: &[Published]) -> CtfWriter {
+    let mut ctf = CtfWriter::new();
+    for v in versions {
+        ctf.add_component(v.descriptor.as_bytes(), &v.blobs)
+            .expect("component version added to the CTF");
+    }
+    ctf
+}
+
+/// The chapter's `installation/*.yaml.tpl`, only namespace, registry URL and kubeconfig
+/// substituted.
+fn write_chapter(daemon: &Daemon, cluster: &Cluster, tour: &Path, c: &Chapter, base_url: &str) {
+    let dir = tour.join(c.dir).join("installation");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".yaml.tpl"))
+        .collect();
+    files.sort();
+    for file in files {
+        let mut tpl = std::fs::read_to_string(&file).unwrap();
+        if !tpl.ends_with('\n') {
+            tpl.push('\n');
+        }
+        let text = cluster
+            .render_template(&tpl)
+            .replace("${namespace}", c.namespace)
+            .replace("${repoBaseUrl}", base_url);
+        let name = file.file_name().unwrap().to_string_lossy().replace(".tpl", "");
+        daemon.write(&format!("{}-{name}", c.namespace), &text);
+    }
+}
+
+fn installation(daemon: &Daemon, c: &Chapter) -> Option<Value> {
+    daemon.get_json(&format!(
+        "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/{}/installations/{}",
+        c.namespace, c.installation
+    ))
+}
+
+/// Waits for the chapter's root installation to succeed, then checks what its README says.
+fn chapter_succeeded(daemon: &Daemon, cluster: &Cluster, c: &Chapter) {
+    eventually(
+        Duration::from_secs(90),
+        &format!("{} Succeeded", c.installation),
+        || {
+            let i = installation(daemon, c)?;
+            let phase = i["status"]["phase"].as_str().unwrap_or_default().to_string();
+            assert!(
+                phase != "Failed",
+                "{} failed: {}\n{}",
+                c.installation,
+                i["status"],
+                daemon.logs()
+            );
+            (phase == "Succeeded").then_some(())
+        },
+    );
+    for name in c.config_maps {
+        let cm = eventually(Duration::from_secs(30), &format!("ConfigMap {name}"), || {
+            cluster.core("example", "configmaps", name)
+        });
+        assert_eq!(cm["data"]["foo"], "bar", "{}: {cm}", c.dir);
+    }
+    if let Some((data_object, want)) = c.export {
+        let path = format!(
+            "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/{}/dataobjects/{data_object}",
+            c.namespace
+        );
+        let d = eventually(Duration::from_secs(30), &path, || daemon.get_json(&path));
+        assert_eq!(d["data"], serde_json::json!(want), "{}: {d}", c.dir);
+    }
+}
+
+fn clusters() -> Vec<Cluster> {
+    CHAPTERS
+        .iter()
+        .map(|_| {
+            let cluster = Cluster::start("100ms");
+            cluster.create_namespace("example");
+            cluster
+        })
+        .collect()
+}
+
+#[test]
+fn guided_tour_subinstallation_chapters_from_a_registry_then_from_a_ctf() {
+    let Some(tour) = tour() else {
+        println!("SKIP: OCM acceptance data not present");
+        return;
+    };
+    if !DockerRegistry::available() {
+        println!("SKIP: no {}", DockerRegistry::BINARY);
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let versions: Vec<Published> = CHAPTERS
+        .iter()
+        .flat_map(|c| published(&tour.join(c.dir)))
+        .collect();
+    // component-references/root+sub, export-import, subinst-templates/root+sub.
+    assert_eq!(versions.len(), 5);
+
+    // 1. From the registry.
+    let mut registry =
+        DockerRegistry::start(&work.path().join("storage"), work.path(), "").expect("registry");
+    let port = registry.port;
+    push_all(&versions, work.path(), port);
+    let base_url = format!("127.0.0.1:{port}");
+    let manifests = work.path().join("manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    let mut daemon = Daemon::start_on(&manifests, &work.path().join("data"));
+    let clusters = clusters();
+    for (c, cluster) in CHAPTERS.iter().zip(&clusters) {
+        write_chapter(&daemon, cluster, &tour, c, &base_url);
+    }
+    for (c, cluster) in CHAPTERS.iter().zip(&clusters) {
+        chapter_succeeded(&daemon, cluster, c);
+    }
+    daemon.terminate();
+    registry.stop();
+    drop(clusters);
+
+    // 2. Air-gapped: no registry, fresh data folders, only a CTF in the manifests folder
+    // (directory and .tgz), beside a truncated one.
+    let ctf = ctf_of(&versions);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&ctf.to_tar()).unwrap();
+    let tgz = gz.finish().unwrap();
+    for form in ["dir", "tgz"] {
+        let manifests = work.path().join(format!("manifests-{form}"));
+        std::fs::create_dir_all(&manifests).unwrap();
+        if form == "dir" {
+            ctf.write_dir(&manifests.join("tour-ctf")).unwrap();
+        } else {
+            std::fs::write(manifests.join("tour-ctf.tgz"), &tgz).unwrap();
+            std::fs::write(manifests.join("broken-ctf.tgz"), &tgz[..tgz.len() / 2]).unwrap();
+        }
+        let mut daemon = Daemon::start_on(&manifests, &work.path().join(format!("data-{form}")));
+        let clusters = clusters();
+        for (c, cluster) in CHAPTERS.iter().zip(&clusters) {
+            write_chapter(&daemon, cluster, &tour, c, &base_url);
+        }
+        for (c, cluster) in CHAPTERS.iter().zip(&clusters) {
+            chapter_succeeded(&daemon, cluster, c);
+        }
+        if form == "tgz" {
+            let logs = daemon.logs();
+            assert!(
+                logs.lines()
+                    .any(|l| l.contains("broken-ctf.tgz") && l.contains("unusable")),
+                "the truncated CTF is reported by name:\n{logs}"
+            );
+        }
+        daemon.terminate();
+    }
+}

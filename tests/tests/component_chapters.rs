@@ -1,6 +1,6 @@
-//! End-to-end (issue 18): the guided tour's subinstallation chapters that reach their
-//! blueprints through component references (`subinstallations/component-references`,
-//! `subinstallations/export-import`, `subinstallations/subinst-templates`) through the real
+//! End-to-end (issue 18): the guided tour's chapters that reach their blueprints through
+//! component references (`subinstallations/component-references`, `subinstallations/export-import`,
+//! `subinstallations/subinst-templates`, `templating/components`) through the real
 //! daemon, with the chapters' Installation YAML unchanged except the registry base URL, the
 //! namespace and the kubeconfig:
 //! 1. from a real registry (Debian's `docker-registry` on loopback), each chapter's
@@ -40,6 +40,9 @@ struct Chapter {
     config_maps: &'static [&'static str],
     /// The exported DataObject and its value, where the chapter exports one.
     export: Option<(&'static str, &'static [&'static str])>,
+    /// templating/components: the images of the transitively referenced components that the
+    /// ConfigMap `templating-components` lists (`.components.components`, by label).
+    images: &'static [&'static str],
 }
 
 const CHAPTERS: &[Chapter] = &[
@@ -60,6 +63,7 @@ const CHAPTERS: &[Chapter] = &[
                 "example-configmap-x-x",
             ],
         )),
+        images: &[],
     },
     Chapter {
         dir: "subinstallations/export-import",
@@ -78,6 +82,7 @@ const CHAPTERS: &[Chapter] = &[
                 "example-configmap-x-x",
             ],
         )),
+        images: &[],
     },
     Chapter {
         dir: "subinstallations/subinst-templates",
@@ -85,6 +90,20 @@ const CHAPTERS: &[Chapter] = &[
         installation: "subinst-templates",
         config_maps: &["cm-0", "cm-1", "cm-2"],
         export: None,
+        images: &[],
+    },
+    Chapter {
+        dir: "templating/components",
+        namespace: "cu-templating-components",
+        installation: "templating-components",
+        config_maps: &[],
+        export: None,
+        images: &[
+            "images/image-a",
+            "images/image-b",
+            "images/image-c",
+            "images/image-d",
+        ],
     },
 ];
 
@@ -104,7 +123,11 @@ fn blueprint_tgz(dir: &Path) -> Vec<u8> {
     let mut files = BTreeMap::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        assert!(path.is_file(), "{}: blueprint directories are flat", path.display());
+        assert!(
+            path.is_file(),
+            "{}: blueprint directories are flat",
+            path.display()
+        );
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         files.insert(name, std::fs::read(&path).unwrap());
     }
@@ -144,7 +167,6 @@ fn published(chapter: &Path) -> Vec<Published> {
                 blobs.push((BLUEPRINT_MEDIA_TYPE.to_string(), tgz));
             }
         }
-        assert!(!blobs.is_empty(), "{}: no local blob", path.display());
         out.push(Published { descriptor, blobs });
     }
     out
@@ -211,7 +233,11 @@ fn write_chapter(daemon: &Daemon, cluster: &Cluster, tour: &Path, c: &Chapter, b
             .render_template(&tpl)
             .replace("${namespace}", c.namespace)
             .replace("${repoBaseUrl}", base_url);
-        let name = file.file_name().unwrap().to_string_lossy().replace(".tpl", "");
+        let name = file
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .replace(".tpl", "");
         daemon.write(&format!("{}-{name}", c.namespace), &text);
     }
 }
@@ -230,7 +256,10 @@ fn chapter_succeeded(daemon: &Daemon, cluster: &Cluster, c: &Chapter) {
         &format!("{} Succeeded", c.installation),
         || {
             let i = installation(daemon, c)?;
-            let phase = i["status"]["phase"].as_str().unwrap_or_default().to_string();
+            let phase = i["status"]["phase"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
             assert!(
                 phase != "Failed",
                 "{} failed: {}\n{}",
@@ -242,9 +271,11 @@ fn chapter_succeeded(daemon: &Daemon, cluster: &Cluster, c: &Chapter) {
         },
     );
     for name in c.config_maps {
-        let cm = eventually(Duration::from_secs(30), &format!("ConfigMap {name}"), || {
-            cluster.core("example", "configmaps", name)
-        });
+        let cm = eventually(
+            Duration::from_secs(30),
+            &format!("ConfigMap {name}"),
+            || cluster.core("example", "configmaps", name),
+        );
         assert_eq!(cm["data"]["foo"], "bar", "{}: {cm}", c.dir);
     }
     if let Some((data_object, want)) = c.export {
@@ -255,9 +286,24 @@ fn chapter_succeeded(daemon: &Daemon, cluster: &Cluster, c: &Chapter) {
         let d = eventually(Duration::from_secs(30), &path, || daemon.get_json(&path));
         assert_eq!(d["data"], serde_json::json!(want), "{}: {d}", c.dir);
     }
+    if !c.images.is_empty() {
+        let cm = eventually(Duration::from_secs(30), "templating-components", || {
+            cluster.core("example", "configmaps", "templating-components")
+        });
+        let content = cm["data"]["content"].as_str().unwrap_or_default();
+        for image in c.images {
+            assert!(
+                content.contains(&format!(
+                    "repository: sap-gcp-cp-k8s-stable-hub/landscaper-examples/examples/{image}"
+                )),
+                "{}: {image} missing: {cm}",
+                c.dir
+            );
+        }
+    }
 }
 
-fn clusters() -> Vec<Cluster> {
+fn start_clusters() -> Vec<Cluster> {
     CHAPTERS
         .iter()
         .map(|_| {
@@ -269,7 +315,7 @@ fn clusters() -> Vec<Cluster> {
 }
 
 #[test]
-fn guided_tour_subinstallation_chapters_from_a_registry_then_from_a_ctf() {
+fn guided_tour_component_chapters_from_a_registry_then_from_a_ctf() {
     let Some(tour) = tour() else {
         println!("SKIP: OCM acceptance data not present");
         return;
@@ -283,8 +329,14 @@ fn guided_tour_subinstallation_chapters_from_a_registry_then_from_a_ctf() {
         .iter()
         .flat_map(|c| published(&tour.join(c.dir)))
         .collect();
-    // component-references/root+sub, export-import, subinst-templates/root+sub.
-    assert_eq!(versions.len(), 5);
+    // component-references/root+sub, export-import, subinst-templates/root+sub,
+    // templating-components root+core+extension.
+    assert_eq!(versions.len(), 8);
+    assert_eq!(
+        versions.iter().map(|v| v.blobs.len()).sum::<usize>(),
+        7,
+        "every blueprint directory packed"
+    );
 
     // 1. From the registry.
     let mut registry =
@@ -295,7 +347,7 @@ fn guided_tour_subinstallation_chapters_from_a_registry_then_from_a_ctf() {
     let manifests = work.path().join("manifests");
     std::fs::create_dir_all(&manifests).unwrap();
     let mut daemon = Daemon::start_on(&manifests, &work.path().join("data"));
-    let clusters = clusters();
+    let clusters = start_clusters();
     for (c, cluster) in CHAPTERS.iter().zip(&clusters) {
         write_chapter(&daemon, cluster, &tour, c, &base_url);
     }
@@ -322,7 +374,7 @@ fn guided_tour_subinstallation_chapters_from_a_registry_then_from_a_ctf() {
             std::fs::write(manifests.join("broken-ctf.tgz"), &tgz[..tgz.len() / 2]).unwrap();
         }
         let mut daemon = Daemon::start_on(&manifests, &work.path().join(format!("data-{form}")));
-        let clusters = clusters();
+        let clusters = start_clusters();
         for (c, cluster) in CHAPTERS.iter().zip(&clusters) {
             write_chapter(&daemon, cluster, &tour, c, &base_url);
         }

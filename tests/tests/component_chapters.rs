@@ -29,6 +29,9 @@ use landscaper_sources::http::HyperTransport;
 use landscaper_sources::testing::DockerRegistry;
 use serde_json::Value;
 
+/// The colors the tour renders `target-maps/*/component/installation/target.yaml.tpl` with.
+const COLORS: [&str; 5] = ["blue", "green", "yellow", "orange", "red"];
+
 const BLUEPRINT_MEDIA_TYPE: &str = "application/vnd.gardener.landscaper.blueprint.v1+tar+gzip";
 
 /// A chapter, the namespace it runs in, its root Installation and the ConfigMaps its README
@@ -43,6 +46,9 @@ struct Chapter {
     /// templating/components: the images of the transitively referenced components that the
     /// ConfigMap `templating-components` lists (`.components.components`, by label).
     images: &'static [&'static str],
+    /// target-maps: ConfigMaps `<prefix>-<color>` for the colors of the Installation's target
+    /// map (red, green, blue), each holding that color's entry of the DataObject `config`.
+    colored: &'static [&'static str],
 }
 
 const CHAPTERS: &[Chapter] = &[
@@ -64,6 +70,7 @@ const CHAPTERS: &[Chapter] = &[
             ],
         )),
         images: &[],
+        colored: &[],
     },
     Chapter {
         dir: "subinstallations/export-import",
@@ -83,6 +90,7 @@ const CHAPTERS: &[Chapter] = &[
             ],
         )),
         images: &[],
+        colored: &[],
     },
     Chapter {
         dir: "subinstallations/subinst-templates",
@@ -91,6 +99,7 @@ const CHAPTERS: &[Chapter] = &[
         config_maps: &["cm-0", "cm-1", "cm-2"],
         export: None,
         images: &[],
+        colored: &[],
     },
     Chapter {
         dir: "templating/components",
@@ -104,8 +113,58 @@ const CHAPTERS: &[Chapter] = &[
             "images/image-c",
             "images/image-d",
         ],
+        colored: &[],
+    },
+    target_maps(
+        "target-maps/01-multiple-deploy-items",
+        "cu-tm-01",
+        "multiple-items",
+        &["multiple-items"],
+    ),
+    target_maps(
+        "target-maps/02-targetmap-ref",
+        "cu-tm-02",
+        "targetmap-ref",
+        &["targetmapref"],
+    ),
+    target_maps(
+        "target-maps/03-multiple-subinst",
+        "cu-tm-03",
+        "multiple-subinst",
+        &["multiple-subinst"],
+    ),
+    // Three levels of `cd://resources/…`; the innermost deploys plain ConfigMaps per color.
+    Chapter {
+        dir: "target-maps/04-forward-map",
+        namespace: "cu-tm-04",
+        installation: "forward-map",
+        config_maps: &[
+            "compose-map-exec-red",
+            "compose-map-exec-green",
+            "compose-map-exec-blue",
+        ],
+        export: None,
+        images: &[],
+        colored: &[],
     },
 ];
+
+const fn target_maps(
+    dir: &'static str,
+    namespace: &'static str,
+    installation: &'static str,
+    colored: &'static [&'static str],
+) -> Chapter {
+    Chapter {
+        dir,
+        namespace,
+        installation,
+        config_maps: &[],
+        export: None,
+        images: &[],
+        colored,
+    }
+}
 
 fn tour() -> Option<PathBuf> {
     let dir = std::env::var_os("OCM_ACCEPTANCE")
@@ -217,13 +276,18 @@ fn ctf_of(versions: &[Published]) -> CtfWriter {
 /// The chapter's `installation/*.yaml.tpl`, only namespace, registry URL and kubeconfig
 /// substituted.
 fn write_chapter(daemon: &Daemon, cluster: &Cluster, tour: &Path, c: &Chapter, base_url: &str) {
-    let dir = tour.join(c.dir).join("installation");
+    // target-maps chapters keep the tour's extra `component/` level.
+    let mut dir = tour.join(c.dir).join("installation");
+    if !dir.is_dir() {
+        dir = tour.join(c.dir).join("component/installation");
+    }
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().ends_with(".yaml.tpl"))
         .collect();
     files.sort();
+    assert!(!files.is_empty(), "no templates in {}", dir.display());
     for file in files {
         let mut tpl = std::fs::read_to_string(&file).unwrap();
         if !tpl.ends_with('\n') {
@@ -232,13 +296,28 @@ fn write_chapter(daemon: &Daemon, cluster: &Cluster, tour: &Path, c: &Chapter, b
         let text = cluster
             .render_template(&tpl)
             .replace("${namespace}", c.namespace)
-            .replace("${repoBaseUrl}", base_url);
+            .replace("${repoBaseUrl}", base_url)
+            .replace("${targetNamespace}", "example");
         let name = file
             .file_name()
             .unwrap()
             .to_string_lossy()
             .replace(".tpl", "");
-        daemon.write(&format!("{}-{name}", c.namespace), &text);
+        // The tour renders a target template once per color (`cluster-<color>`).
+        let colors: &[&str] = if text.contains("${color}") {
+            &COLORS
+        } else {
+            &[""]
+        };
+        for color in colors {
+            let text = text.replace("${color}", color);
+            assert!(
+                !text.contains("${"),
+                "{}: unsubstituted variable",
+                file.display()
+            );
+            daemon.write(&format!("{}-{color}{name}", c.namespace), &text);
+        }
     }
 }
 
@@ -286,6 +365,18 @@ fn chapter_succeeded(daemon: &Daemon, cluster: &Cluster, c: &Chapter) {
         let d = eventually(Duration::from_secs(30), &path, || daemon.get_json(&path));
         assert_eq!(d["data"], serde_json::json!(want), "{}: {d}", c.dir);
     }
+    for prefix in c.colored {
+        for (color, cpu) in [("red", "180m"), ("green", "120m"), ("blue", "100m")] {
+            let name = format!("{prefix}-{color}");
+            let cm = eventually(
+                Duration::from_secs(30),
+                &format!("ConfigMap {name}"),
+                || cluster.core("example", "configmaps", &name),
+            );
+            assert_eq!(cm["data"]["color"], color, "{}: {cm}", c.dir);
+            assert_eq!(cm["data"]["cpu"], cpu, "{}: {cm}", c.dir);
+        }
+    }
     if !c.images.is_empty() {
         let cm = eventually(Duration::from_secs(30), "templating-components", || {
             cluster.core("example", "configmaps", "templating-components")
@@ -330,11 +421,11 @@ fn guided_tour_component_chapters_from_a_registry_then_from_a_ctf() {
         .flat_map(|c| published(&tour.join(c.dir)))
         .collect();
     // component-references/root+sub, export-import, subinst-templates/root+sub,
-    // templating-components root+core+extension.
-    assert_eq!(versions.len(), 8);
+    // templating-components root+core+extension, one per target-maps chapter.
+    assert_eq!(versions.len(), 12);
     assert_eq!(
         versions.iter().map(|v| v.blobs.len()).sum::<usize>(),
-        7,
+        15,
         "every blueprint directory packed"
     );
 

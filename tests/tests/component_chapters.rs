@@ -32,6 +32,8 @@ use serde_json::Value;
 /// The colors the tour renders `target-maps/*/component/installation/target.yaml.tpl` with.
 const COLORS: [&str; 5] = ["blue", "green", "yellow", "orange", "red"];
 
+const PUBLISHED_CHART: &str = "europe-docker.pkg.dev/sap-gcp-cp-k8s-stable-hub/landscaper-examples/examples/charts/guided-tour/echo-server:1.0.0";
+
 const BLUEPRINT_MEDIA_TYPE: &str = "application/vnd.gardener.landscaper.blueprint.v1+tar+gzip";
 
 /// A chapter, the namespace it runs in, its root Installation and the ConfigMaps its README
@@ -49,9 +51,33 @@ struct Chapter {
     /// target-maps: ConfigMaps `<prefix>-<color>` for the colors of the Installation's target
     /// map (red, green, blue), each holding that color's entry of the DataObject `config`.
     colored: &'static [&'static str],
+    /// import-export: the helm release `(name, text)` the chart deploys into `example` (the
+    /// chart an `ociArtifact` of the component, the image from `getResource .cd`).
+    release: Option<(&'static str, &'static str)>,
 }
 
 const CHAPTERS: &[Chapter] = &[
+    Chapter {
+        dir: "import-export/import-parameters",
+        namespace: "cu-import-parameters",
+        installation: "echo-server",
+        config_maps: &[],
+        export: None,
+        images: &[],
+        colored: &[],
+        release: Some(("echo", "Hello, Landscaper!")),
+    },
+    // No component of its own: it installs import-parameters' `echo-server:2.2.0`.
+    Chapter {
+        dir: "import-export/import-data-mappings",
+        namespace: "cu-import-data-mappings",
+        installation: "echo-server",
+        config_maps: &[],
+        export: None,
+        images: &[],
+        colored: &[],
+        release: Some(("echo", "hello")),
+    },
     Chapter {
         dir: "subinstallations/component-references",
         namespace: "cu-component-references",
@@ -71,6 +97,7 @@ const CHAPTERS: &[Chapter] = &[
         )),
         images: &[],
         colored: &[],
+        release: None,
     },
     Chapter {
         dir: "subinstallations/export-import",
@@ -91,6 +118,7 @@ const CHAPTERS: &[Chapter] = &[
         )),
         images: &[],
         colored: &[],
+        release: None,
     },
     Chapter {
         dir: "subinstallations/subinst-templates",
@@ -100,6 +128,7 @@ const CHAPTERS: &[Chapter] = &[
         export: None,
         images: &[],
         colored: &[],
+        release: None,
     },
     Chapter {
         dir: "templating/components",
@@ -114,6 +143,7 @@ const CHAPTERS: &[Chapter] = &[
             "images/image-d",
         ],
         colored: &[],
+        release: None,
     },
     target_maps(
         "target-maps/01-multiple-deploy-items",
@@ -146,6 +176,7 @@ const CHAPTERS: &[Chapter] = &[
         export: None,
         images: &[],
         colored: &[],
+        release: None,
     },
 ];
 
@@ -163,7 +194,59 @@ const fn target_maps(
         export: None,
         images: &[],
         colored,
+        release: None,
     }
+}
+
+fn helm() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("HELM") {
+        return Some(PathBuf::from(path));
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("helm"))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Packages the tour's echo-server chart and pushes it with the real helm; its reference and
+/// the packaged bytes.
+fn push_chart(helm: &Path, tour: &Path, work: &Path, port: u16) -> (String, Vec<u8>) {
+    let home = work.join("helm");
+    let run = |args: &[&str]| {
+        let output = std::process::Command::new(helm)
+            .args(args)
+            .env("HELM_CONFIG_HOME", home.join("config"))
+            .env("HELM_CACHE_HOME", home.join("cache"))
+            .env("HELM_DATA_HOME", home.join("data"))
+            .env("HELM_REGISTRY_CONFIG", home.join("registry.json"))
+            .output()
+            .expect("helm runs");
+        assert!(
+            output.status.success(),
+            "helm {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let packages = work.join("packages");
+    let chart = tour.join("components/helm-chart/chart/echo-server");
+    run(&[
+        "package",
+        chart.to_str().unwrap(),
+        "-d",
+        packages.to_str().unwrap(),
+    ]);
+    let tgz = packages.join("echo-server-1.0.0.tgz");
+    run(&[
+        "push",
+        tgz.to_str().unwrap(),
+        &format!("oci://127.0.0.1:{port}/charts/guided-tour"),
+        "--plain-http",
+    ]);
+    (
+        format!("127.0.0.1:{port}/charts/guided-tour/echo-server:1.0.0"),
+        std::fs::read(&tgz).unwrap(),
+    )
 }
 
 fn tour() -> Option<PathBuf> {
@@ -203,8 +286,11 @@ struct Published {
     blobs: Vec<(String, Vec<u8>)>,
 }
 
-fn published(chapter: &Path) -> Vec<Published> {
+fn published(chapter: &Path, chart_ref: &str) -> Vec<Published> {
     let repo = chapter.join("local-repo");
+    if !repo.is_dir() {
+        return Vec::new();
+    }
     let mut out = Vec::new();
     let mut descriptors: Vec<PathBuf> = std::fs::read_dir(&repo)
         .unwrap()
@@ -213,7 +299,9 @@ fn published(chapter: &Path) -> Vec<Published> {
         .collect();
     descriptors.sort();
     for path in descriptors {
-        let mut descriptor = std::fs::read_to_string(&path).unwrap();
+        let mut descriptor = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace(PUBLISHED_CHART, chart_ref);
         let mut blobs = Vec::new();
         for entry in std::fs::read_dir(repo.join("blobs")).unwrap() {
             let dir = entry.unwrap().path();
@@ -377,6 +465,26 @@ fn chapter_succeeded(daemon: &Daemon, cluster: &Cluster, c: &Chapter) {
             assert_eq!(cm["data"]["cpu"], cpu, "{}: {cm}", c.dir);
         }
     }
+    if let Some((name, text)) = c.release {
+        let deployment = eventually(
+            Duration::from_secs(30),
+            &format!("Deployment {name}"),
+            || cluster.grouped("apps/v1", "example", "deployments", name),
+        );
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+        // `getResource .cd "name" "echo-server-image"` rendered the image into the values.
+        assert_eq!(
+            container["image"], "hashicorp/http-echo:0.2.3",
+            "{}: {deployment}",
+            c.dir
+        );
+        assert_eq!(
+            container["args"][0],
+            format!("-text=\"{text}\""),
+            "{}: {deployment}",
+            c.dir
+        );
+    }
     if !c.images.is_empty() {
         let cm = eventually(Duration::from_secs(30), "templating-components", || {
             cluster.core("example", "configmaps", "templating-components")
@@ -415,24 +523,30 @@ fn guided_tour_component_chapters_from_a_registry_then_from_a_ctf() {
         println!("SKIP: no {}", DockerRegistry::BINARY);
         return;
     }
+    let Some(helm) = helm() else {
+        println!("SKIP: no helm");
+        return;
+    };
     let work = tempfile::tempdir().unwrap();
-    let versions: Vec<Published> = CHAPTERS
-        .iter()
-        .flat_map(|c| published(&tour.join(c.dir)))
-        .collect();
-    // component-references/root+sub, export-import, subinst-templates/root+sub,
-    // templating-components root+core+extension, one per target-maps chapter.
-    assert_eq!(versions.len(), 12);
-    assert_eq!(
-        versions.iter().map(|v| v.blobs.len()).sum::<usize>(),
-        15,
-        "every blueprint directory packed"
-    );
 
-    // 1. From the registry.
+    // 1. From the registry: the chart pushed with the real helm, the component versions with
+    // the project's client.
     let mut registry =
         DockerRegistry::start(&work.path().join("storage"), work.path(), "").expect("registry");
     let port = registry.port;
+    let (chart_ref, chart_tgz) = push_chart(&helm, &tour, work.path(), port);
+    let versions: Vec<Published> = CHAPTERS
+        .iter()
+        .flat_map(|c| published(&tour.join(c.dir), &chart_ref))
+        .collect();
+    // import-parameters, component-references/root+sub, export-import, subinst-templates/root+sub,
+    // templating-components root+core+extension, one per target-maps chapter.
+    assert_eq!(versions.len(), 13);
+    assert_eq!(
+        versions.iter().map(|v| v.blobs.len()).sum::<usize>(),
+        16,
+        "every blueprint directory packed"
+    );
     push_all(&versions, work.path(), port);
     let base_url = format!("127.0.0.1:{port}");
     let manifests = work.path().join("manifests");
@@ -451,7 +565,22 @@ fn guided_tour_component_chapters_from_a_registry_then_from_a_ctf() {
 
     // 2. Air-gapped: no registry, fresh data folders, only a CTF in the manifests folder
     // (directory and .tgz), beside a truncated one.
-    let ctf = ctf_of(&versions);
+    let mut ctf = ctf_of(&versions);
+    // The chart stays an `ociArtifact`; the CTF carries it as a plain OCI artifact (as
+    // `ocm transfer` without `--copy-resources` of an OCI-hosted chart into a CTF mirror would
+    // need), found by its repository path.
+    ctf.add_artifact(
+        "charts/guided-tour/echo-server",
+        "1.0.0",
+        (
+            "application/vnd.cncf.helm.config.v1+json",
+            br#"{"name":"echo-server","version":"1.0.0","apiVersion":"v2"}"#.to_vec(),
+        ),
+        &[(
+            "application/vnd.cncf.helm.chart.content.v1.tar+gzip".into(),
+            chart_tgz,
+        )],
+    );
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&ctf.to_tar()).unwrap();
     let tgz = gz.finish().unwrap();

@@ -82,6 +82,10 @@ pub struct ServeArgs {
     /// API listen address (default: 127.0.0.1:8080).
     #[arg(long, env = "LANDSCAPER_APPLIANCE_LISTEN")]
     pub listen: Option<String>,
+    /// Loopback address of the TLS listener DATA/kubeconfig.yaml points at (default:
+    /// 127.0.0.1:8443; "off" disables the listener and the kubeconfig).
+    #[arg(long)]
+    pub kubeconfig_listen: Option<String>,
 }
 
 #[derive(Debug, Args, Clone)]

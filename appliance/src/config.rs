@@ -55,6 +55,9 @@ pub struct ConfigFile {
     /// Largest manifest file read, e.g. `16Mi` (default), `512Ki`, `10M` or a number of bytes;
     /// bigger files are rejected with an error in their `ManifestFile` status.
     pub max_manifest_file_size: Option<String>,
+    /// Loopback address of the TLS listener that `<dataDir>/kubeconfig.yaml` points kubectl at
+    /// (default `127.0.0.1:8443`; `off` disables it and the kubeconfig).
+    pub kubeconfig_listen: Option<String>,
 }
 
 /// PEM files of the API's TLS certificate (chain) and private key.
@@ -97,7 +100,12 @@ pub struct Config {
     pub allowed_hosts: Vec<String>,
     /// Largest manifest file read, in bytes.
     pub max_manifest_file_size: u64,
+    /// The kubeconfig's TLS listener (loopback only); `None`: no listener, no kubeconfig.
+    pub kubeconfig_listen: Option<SocketAddr>,
 }
+
+/// Default of `kubeconfigListen` (Kubernetes' usual TLS port 6443 is left to a local k3s).
+pub const DEFAULT_KUBECONFIG_LISTEN: &str = "127.0.0.1:8443";
 
 /// Default of `maxManifestFileSize`: 16 MiB (the ingest is built for files of 10 MB).
 pub const DEFAULT_MAX_MANIFEST_FILE_SIZE: u64 = 16 * 1024 * 1024;
@@ -109,6 +117,7 @@ pub struct Overrides {
     pub data_dir: Option<PathBuf>,
     pub listen: Option<String>,
     pub log_format: Option<LogFormat>,
+    pub kubeconfig_listen: Option<String>,
 }
 
 impl Config {
@@ -130,9 +139,9 @@ impl Config {
             .listen
             .or(file.listen)
             .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
-        let listen: SocketAddr = listen_text.parse().map_err(|e| ConfigError::Invalid {
+        let listen = parse_listen(&listen_text).map_err(|message| ConfigError::Invalid {
             field: "listen",
-            message: format!("{listen_text:?} is not an address:port ({e})"),
+            message,
         })?;
         if let Some(tls) = &file.tls {
             for (field, path) in [
@@ -197,6 +206,29 @@ impl Config {
                 });
             }
         }
+        let kubeconfig_listen = match overrides
+            .kubeconfig_listen
+            .or(file.kubeconfig_listen)
+            .as_deref()
+            .unwrap_or(DEFAULT_KUBECONFIG_LISTEN)
+        {
+            "off" | "" => None,
+            text => {
+                let address = parse_listen(text).map_err(|message| ConfigError::Invalid {
+                    field: "kubeconfigListen",
+                    message,
+                })?;
+                if !address.ip().is_loopback() {
+                    return Err(ConfigError::Invalid {
+                        field: "kubeconfigListen",
+                        message: format!(
+                            "{address} is not a loopback address: the kubeconfig listener serves this host only (use listen and tls for remote access)"
+                        ),
+                    });
+                }
+                Some(address)
+            }
+        };
         let max_manifest_file_size = match file.max_manifest_file_size.as_deref() {
             None => DEFAULT_MAX_MANIFEST_FILE_SIZE,
             Some(text) => parse_size(text).ok_or_else(|| ConfigError::Invalid {
@@ -209,6 +241,7 @@ impl Config {
             workers,
             allowed_hosts,
             max_manifest_file_size,
+            kubeconfig_listen,
             manifests_dir: overrides
                 .manifests_dir
                 .or(file.manifests_dir)
@@ -246,7 +279,7 @@ fn read_file(path: &Path) -> Result<ConfigFile, ConfigError> {
     }
     serde_saphyr::from_str(&text).map_err(|e| ConfigError::Parse {
         path: path.display().to_string(),
-        message: e.to_string(),
+        message: crate::daemon::ingest::manifest::yaml_message(&e.to_string()),
     })
 }
 
@@ -307,9 +340,48 @@ fn parse_seconds(text: &str) -> Option<Duration> {
     (secs > 0).then(|| Duration::from_secs(secs))
 }
 
+/// An `address:port` as `SocketAddr` parses it, or `localhost:PORT` (what people type, and what
+/// kubectl's `--address` accepts), which means the IPv4 loopback.
+fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    let invalid = |why: String| format!("{text:?} is not an address:port ({why})");
+    match text.rsplit_once(':') {
+        Some((host, port)) if host.eq_ignore_ascii_case("localhost") => {
+            let port: u16 = port
+                .parse()
+                .map_err(|e| invalid(format!("port {port:?}: {e}")))?;
+            Ok(SocketAddr::from(([127, 0, 0, 1], port)))
+        }
+        Some((host, _)) => Err(invalid(format!(
+            "{host:?} is not an IP address; use an IP address, [::1] or localhost"
+        ))),
+        None => Err(invalid("the port is missing, e.g. 127.0.0.1:8080".into())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listen_accepts_localhost_and_names_what_is_wrong() {
+        assert_eq!(
+            parse_listen("localhost:8081").unwrap().to_string(),
+            "127.0.0.1:8081"
+        );
+        assert_eq!(
+            parse_listen("[::1]:9000").unwrap().to_string(),
+            "[::1]:9000"
+        );
+        let err = parse_listen("example.org:80").unwrap_err();
+        assert!(err.contains("not an IP address"), "{err}");
+        let err = parse_listen("localhost:http").unwrap_err();
+        assert!(err.contains("port \"http\""), "{err}");
+        let err = parse_listen("127.0.0.1").unwrap_err();
+        assert!(err.contains("port is missing"), "{err}");
+    }
 
     #[test]
     fn defaults_apply_without_file_or_flags() {
@@ -318,6 +390,33 @@ mod tests {
         assert_eq!(c.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
         assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
         assert_eq!(c.resync_interval, Duration::from_secs(60));
+        assert_eq!(
+            c.kubeconfig_listen.map(|a| a.to_string()).as_deref(),
+            Some(DEFAULT_KUBECONFIG_LISTEN)
+        );
+    }
+
+    #[test]
+    fn the_kubeconfig_listener_is_loopback_only_and_can_be_off() {
+        let with = |text: &str| {
+            Config::resolve(
+                ConfigFile::default(),
+                Overrides {
+                    kubeconfig_listen: Some(text.into()),
+                    ..Overrides::default()
+                },
+            )
+        };
+        assert_eq!(with("off").unwrap().kubeconfig_listen, None);
+        assert_eq!(
+            with("localhost:0").unwrap().kubeconfig_listen,
+            Some("127.0.0.1:0".parse().unwrap())
+        );
+        let err = with("0.0.0.0:8443").unwrap_err().to_string();
+        assert!(
+            err.contains("kubeconfigListen") && err.contains("loopback"),
+            "{err}"
+        );
     }
 
     #[test]

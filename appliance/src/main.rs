@@ -16,11 +16,21 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
+        // `get … | head`: the reader left; that is not an error worth a message.
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -34,6 +44,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     data_dir: args.data,
                     listen: args.listen,
                     log_format,
+                    kubeconfig_listen: args.kubeconfig_listen,
                 },
             };
             let config = Config::load(source.file.as_deref(), source.overrides.clone())?;

@@ -64,6 +64,48 @@ pub struct HistoryEntry {
     /// A short human-readable note: the last error's message, or what happened to the object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The object's `status.conditions` (type, status, message), so that events can tell
+    /// their changes (the workflow conditions of issue 19).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ConditionNote>,
+}
+
+/// One entry of an object's `status.conditions` as a history entry keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConditionNote {
+    #[serde(rename = "type")]
+    pub r#type: String,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// At most this many characters of a condition's message are kept in the history.
+const CONDITION_MESSAGE_LIMIT: usize = 300;
+
+fn condition_notes(object: &Value) -> Vec<ConditionNote> {
+    let text = |c: &Value, f: &str| {
+        c.get(f)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .map(|c| ConditionNote {
+                    r#type: text(c, "type"),
+                    status: text(c, "status"),
+                    message: text(c, "message")
+                        .chars()
+                        .take(CONDITION_MESSAGE_LIMIT)
+                        .collect(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl HistoryEntry {
@@ -96,6 +138,7 @@ impl HistoryEntry {
             phase,
             previous_phase: change.previous_phase.clone(),
             message,
+            conditions: condition_notes(&change.object),
         }
     }
 

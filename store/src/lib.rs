@@ -16,7 +16,7 @@ pub mod selector;
 mod source;
 pub mod stats;
 
-pub use change::{Change, ChangeSet, ChangeType, HistoryEntry, SharedChangeSet};
+pub use change::{Change, ChangeSet, ChangeType, ConditionNote, HistoryEntry, SharedChangeSet};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{
     Committed, FORMAT_VERSION, ObjectList, RestoreReport, SnapshotInfo, Store, StoreContents,

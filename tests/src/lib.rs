@@ -114,6 +114,9 @@ impl Daemon {
         args.push(data.into());
         args.push("--listen".into());
         args.push(format!("127.0.0.1:{port}").into());
+        // Parallel daemons: each its own kubeconfig listener port.
+        args.push("--kubeconfig-listen".into());
+        args.push("127.0.0.1:0".into());
         Daemon::spawn(manifests, data, port, &args)
     }
 
@@ -136,7 +139,12 @@ impl Daemon {
             ),
         )
         .unwrap();
-        let args: Vec<std::ffi::OsString> = vec!["serve".into(), "--config".into(), config.into()];
+        let mut args: Vec<std::ffi::OsString> =
+            vec!["serve".into(), "--config".into(), config.into()];
+        if !extra_config.contains("kubeconfigListen") {
+            // Parallel daemons: each its own kubeconfig listener port.
+            args.extend(["--kubeconfig-listen".into(), "127.0.0.1:0".into()]);
+        }
         Daemon::spawn(&manifests, &data, port, &args)
     }
 

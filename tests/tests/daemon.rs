@@ -236,6 +236,23 @@ fn cli_get_describe_and_validate() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("inst.yaml"), "{text}");
 
+    // `get … | head`: a reader that left is not an error (it used to print "error: Broken pipe").
+    let mut child = std::process::Command::new(binary())
+        .args(["get", "manifestfiles", "-o", "yaml"])
+        .env("LANDSCAPER_APPLIANCE_SERVER", &daemon.server)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // closed long before the command has fetched anything
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+
     // validate is offline and exits 1 naming file, document and line.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("good.yaml"), TARGET).unwrap();

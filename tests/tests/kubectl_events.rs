@@ -347,3 +347,111 @@ fn kubectl_shows_events_of_phase_transitions_and_failures() {
         "{out}"
     );
 }
+
+/// `kubectl get events -w` streams the events as they happen, and a watch resumed from a
+/// list's resourceVersion gets only what came after it.
+#[test]
+fn kubectl_watches_events() {
+    use std::io::{BufRead, BufReader};
+    let Some(path) = kubectl() else {
+        println!("SKIP: kubectl not found (set KUBECTL or run scripts/test.sh)");
+        return;
+    };
+    let daemon = Daemon::start();
+    daemon.write("target.yaml", TARGET);
+    daemon.write(
+        "first.yaml",
+        &installation("first", r#"providerStatus: "ok""#),
+    );
+    eventually(Duration::from_secs(20), "first succeeded", || {
+        let inst = daemon.get_json(&format!("{INST_PATH}/first"))?;
+        (inst["status"]["phase"] == "Succeeded").then_some(())
+    });
+    let home = tempfile::tempdir().unwrap();
+    let mut watch = Command::new(&path)
+        .args(["--server", &daemon.server])
+        .args(["get", "events", "-n", "e2e", "-w", "--output-watch-events"])
+        .env("HOME", home.path())
+        .env("KUBECONFIG", home.path().join("none"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl get events -w");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    // The current events come first (the list), then what happens while watching.
+    let wait_for = |what: &dyn Fn(&str) -> bool, label: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut seen = Vec::new();
+        while std::time::Instant::now() < deadline {
+            if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+                if what(&line) {
+                    return line;
+                }
+                seen.push(line);
+            }
+        }
+        panic!("no {label} in the watch:\n{}", seen.join("\n"));
+    };
+    wait_for(&|l| l.contains("installation/first"), "event of first");
+    daemon.write(
+        "second.yaml",
+        &installation("second", r#"providerStatus: "ok""#),
+    );
+    let line = wait_for(
+        &|l| l.contains("installation/second") && l.contains("Succeeded"),
+        "Succeeded event of second",
+    );
+    assert!(line.starts_with("ADDED"), "{line}");
+    let _ = watch.kill();
+    let _ = watch.wait();
+
+    // Resuming after a list's resourceVersion: only newer events.
+    let list = daemon
+        .get_json("/api/v1/namespaces/e2e/events")
+        .expect("list events");
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    daemon.write(
+        "third.yaml",
+        &installation("third", r#"providerStatus: "ok""#),
+    );
+    eventually(Duration::from_secs(20), "third succeeded", || {
+        let inst = daemon.get_json(&format!("{INST_PATH}/third"))?;
+        (inst["status"]["phase"] == "Succeeded").then_some(())
+    });
+    let (code, body) = daemon
+        .client()
+        .get(
+            &format!(
+                "/api/v1/namespaces/e2e/events?watch=true&resourceVersion={rv}&timeoutSeconds=1"
+            ),
+            "application/json",
+        )
+        .expect("watch events");
+    assert_eq!(code, 200);
+    let body = String::from_utf8_lossy(&body);
+    let names: Vec<String> = body
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|e| {
+            e["object"]["involvedObject"]["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert!(names.iter().any(|n| n == "third"), "{body}");
+    assert!(
+        !names.iter().any(|n| n == "first" || n == "second"),
+        "{body}"
+    );
+}

@@ -160,6 +160,7 @@ pub fn run(args: &DoctorArgs) -> Vec<Check> {
     checks.push(check_artifact_cache(
         &location.config.data_dir.join("chart-cache"),
     ));
+    checks.push(check_kubeconfig(&location.config, running));
     checks.push(check_clock(
         jiff::Timestamp::now(),
         contents
@@ -170,6 +171,43 @@ pub fn run(args: &DoctorArgs) -> Vec<Check> {
     ));
     checks.push(check_disk(&location.config.data_dir));
     checks
+}
+
+/// The kubeconfig the daemon writes for kubectl (issue 20) and its listener's certificate.
+fn check_kubeconfig(config: &Config, running: bool) -> Check {
+    use crate::daemon::api::kubeconfig::{Inspection, inspect};
+    let name = "kubeconfig";
+    if config.kubeconfig_listen.is_none() {
+        return Check::new(name, Status::Ok, "disabled (kubeconfigListen: off)");
+    }
+    match inspect(&config.data_dir, std::time::SystemTime::now()) {
+        Inspection::Usable {
+            path,
+            server,
+            days_left,
+        } => Check::new(
+            name,
+            Status::Ok,
+            format!(
+                "kubectl --kubeconfig {} get installations -A (server {server}; certificate valid {days_left} more days, renewed 30 days before)",
+                path.display()
+            ),
+        ),
+        Inspection::Missing(path) if running => Check::new(
+            name,
+            Status::Warn,
+            format!(
+                "{} is missing although the daemon runs: its log says why (e.g. the port of kubeconfigListen is taken)",
+                path.display()
+            ),
+        ),
+        Inspection::Missing(path) => Check::new(
+            name,
+            Status::Ok,
+            format!("{} is written when the daemon starts", path.display()),
+        ),
+        Inspection::Problem(message) => Check::new(name, Status::Warn, message),
+    }
 }
 
 fn check_manifests(dir: &Path) -> Check {

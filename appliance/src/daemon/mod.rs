@@ -56,6 +56,7 @@ pub fn prepare_demo(args: &DemoArgs) -> anyhow::Result<Config> {
             data_dir: Some(args.dir.join("data")),
             listen: Some(args.listen.clone()),
             log_format: None,
+            kubeconfig_listen: None,
         },
     )?;
     Ok(config)
@@ -204,6 +205,121 @@ async fn shutdown_signal() {
     }
 }
 
+/// How often the kubeconfig listener's certificates are checked for renewal.
+const CERTIFICATE_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
+
+/// Starts the kubeconfig's TLS listener on `address` and writes `<data>/kubeconfig.yaml`
+/// (issue 20). Optional: when the certificates cannot be made or the port is taken, the daemon
+/// runs without it and says why.
+async fn start_kubeconfig_listener(
+    address: std::net::SocketAddr,
+    data_dir: &Path,
+    token: &crate::daemon::api::ApiToken,
+    router: axum::Router,
+    cancel: CancellationToken,
+) -> Option<tokio::task::JoinHandle<std::io::Result<()>>> {
+    use crate::daemon::api::kubeconfig::{self, RenewableCert, Renewal, TlsFiles};
+    let files = TlsFiles::new(data_dir);
+    let (material, renewal) = match files.ensure(std::time::SystemTime::now()) {
+        Ok(made) => made,
+        Err(error) => {
+            tracing::warn!(%error, "no kubeconfig listener: its certificates could not be prepared");
+            return None;
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind(address).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            tracing::warn!(error = %listen_error(address, error), "no kubeconfig listener (kubeconfigListen in the config file, off to disable)");
+            return None;
+        }
+    };
+    let bound = listener.local_addr().ok()?;
+    let server_url = format!("https://{bound}");
+    let write = |ca_pem: &str| {
+        let text = kubeconfig::kubeconfig_text(&server_url, ca_pem, token.expose());
+        kubeconfig::write_kubeconfig(data_dir, &text)
+    };
+    let path = match write(&material.ca_pem) {
+        Ok(path) => path,
+        Err(error) => {
+            tracing::warn!(%error, "no kubeconfig listener: writing the kubeconfig failed");
+            return None;
+        }
+    };
+    let cert = RenewableCert::new(material.certified);
+    let tls = crate::daemon::api::listen::TlsListener::new(
+        listener,
+        kubeconfig::server_config(cert.clone()),
+    )
+    .ok()?;
+    let allowed = crate::daemon::api::listen::AllowedHosts::new(bound, Vec::new());
+    let router = router.layer(axum::middleware::from_fn(move |request, next| {
+        crate::daemon::api::listen::check_host(allowed.clone(), request, next)
+    }));
+    tracing::info!(
+        address = %bound,
+        kubeconfig = %path.display(),
+        renewed = renewal != Renewal::Kept,
+        "kubeconfig listener ready: kubectl --kubeconfig {}",
+        path.display()
+    );
+    // Renewal while running: the listener serves the new certificate from its next handshake;
+    // a new CA also rewrites the kubeconfig.
+    let renew_cancel = cancel.clone();
+    let (data_dir, token) = (data_dir.to_path_buf(), token.clone());
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = renew_cancel.cancelled() => return,
+                _ = tokio::time::sleep(CERTIFICATE_CHECK_INTERVAL) => {}
+            }
+            match files.ensure(std::time::SystemTime::now()) {
+                Ok((_, Renewal::Kept)) => {}
+                Ok((material, renewal)) => {
+                    cert.replace(material.certified);
+                    if renewal == Renewal::CaAndServing {
+                        let text = kubeconfig::kubeconfig_text(
+                            &server_url,
+                            &material.ca_pem,
+                            token.expose(),
+                        );
+                        if let Err(error) = kubeconfig::write_kubeconfig(&data_dir, &text) {
+                            tracing::error!(%error, "rewriting the kubeconfig for the new CA failed");
+                        }
+                    }
+                    tracing::info!(
+                        new_ca = renewal == Renewal::CaAndServing,
+                        "kubeconfig listener certificate renewed"
+                    );
+                }
+                Err(error) => {
+                    tracing::error!(%error, "renewing the kubeconfig listener's certificate failed; retrying in 12 h")
+                }
+            }
+        }
+    });
+    Some(tokio::spawn(async move {
+        crate::daemon::api::serve(tls, router, cancel.cancelled_owned()).await
+    }))
+}
+
+/// The bind error with what to do about it: a port in use is the common case (a second daemon,
+/// `demo` next to the service, another server on 8080).
+fn listen_error(address: std::net::SocketAddr, error: std::io::Error) -> anyhow::Error {
+    let hint = match error.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "; another process listens there (see `ss -ltnp 'sport = :{port}'`): stop it or choose another address with --listen or `listen:` in the config file",
+            port = address.port()
+        ),
+        std::io::ErrorKind::PermissionDenied if address.port() < 1024 => {
+            "; ports below 1024 need root or CAP_NET_BIND_SERVICE".to_string()
+        }
+        _ => String::new(),
+    };
+    anyhow::anyhow!("listening on {address}: {error}{hint}")
+}
+
 fn ensure_dir(path: &Path, mode: Option<u32>) -> anyhow::Result<()> {
     if !path.exists() {
         std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
@@ -240,7 +356,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
 
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
-        .with_context(|| format!("listening on {}", config.listen))?;
+        .map_err(|error| listen_error(config.listen, error))?;
     let address = listener
         .local_addr()
         .context("reading the listen address")?;
@@ -292,6 +408,21 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
             .layer(axum::middleware::from_fn(move |request, next| {
                 crate::daemon::api::listen::require_token(guard_token.clone(), request, next)
             }))
+    };
+    // The kubeconfig's TLS listener serves the loopback router (reads open, writes need the
+    // token the kubeconfig carries), with its own Host check.
+    let kubeconfig_server = match config.kubeconfig_listen {
+        Some(kubeconfig_listen) => {
+            start_kubeconfig_listener(
+                kubeconfig_listen,
+                &config.data_dir,
+                &token,
+                router.clone(),
+                cancel.clone(),
+            )
+            .await
+        }
+        None => None,
     };
     // On TCP, the Host header must name this server (DNS rebinding); not on the Unix socket.
     let mut host_names = config.allowed_hosts.clone();
@@ -353,7 +484,17 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     tokio::select! {
         report = scanned_rx => {
             if let Ok(report) = report {
-                tracing::info!(?report, "initial scan of the manifests folder done");
+                tracing::info!(
+                    files = report.files,
+                    applied = report.applied,
+                    failed = report.failed,
+                    skipped = report.skipped,
+                    objects_created = report.objects_created,
+                    objects_updated = report.objects_updated,
+                    objects_deleted = report.objects_deleted,
+                    rejected = report.errors.len(),
+                    "initial scan of the manifests folder done"
+                );
             }
             readiness.set_ready();
             tracing::info!(%address, "ready");
@@ -388,6 +529,13 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
         Ok(Err(e)) => tracing::error!(error = %e, "API server failed"),
         Err(e) => tracing::error!(error = %e, "API server task failed"),
         Ok(Ok(())) => {}
+    }
+    if let Some(kubeconfig_server) = kubeconfig_server {
+        match kubeconfig_server.await {
+            Ok(Err(e)) => tracing::error!(error = %e, "kubeconfig listener failed"),
+            Err(e) => tracing::error!(error = %e, "kubeconfig listener task failed"),
+            Ok(Ok(())) => {}
+        }
     }
     // In-flight writes commit before the writer stops.
     tokio::task::spawn_blocking(move || store.shutdown())

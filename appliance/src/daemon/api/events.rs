@@ -1,7 +1,7 @@
 //! Kubernetes-style Events (`core/v1` `Event`), derived from the store's persisted history so
 //! that `kubectl get events` shows what happened to Installations, Executions, DeployItems and
-//! ManifestFiles. Like [`super::namespaces`] they are not stored: `get` and `list` only, no
-//! watch, every write answers 405.
+//! ManifestFiles. Like [`super::namespaces`] they are not stored: `get`, `list` and `watch`
+//! (`kubectl get events -w`; see [`watch`]), every write answers 405.
 //!
 //! Which history entries become events (only of the four kinds above: Secrets, Targets,
 //! ConfigMaps, DataObjects and Contexts never do, so no credential can end up in an event):
@@ -39,7 +39,9 @@
 
 use std::collections::HashMap;
 
-use landscaper_store::{ChangeType, HistoryEntry, Kind, ObjectKey, Store, StoreError};
+use landscaper_store::{
+    ChangeType, ConditionNote, HistoryEntry, Kind, ObjectKey, Store, StoreError,
+};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -158,8 +160,61 @@ fn is_failure(phase: Option<&str>) -> bool {
     matches!(phase, Some("Failed" | "DeleteFailed"))
 }
 
-/// The event a history entry is, if any.
-fn draft(entry: &HistoryEntry) -> Option<Draft> {
+/// The condition types of the workflow conditions (issue 19): on a deploy item the type itself,
+/// on an Execution `<item>/<type>`.
+const WORKFLOW_CONDITION_TYPES: [&str; 4] = [
+    "ReconcilePrecondition",
+    "ReadyPostcondition",
+    "DeletePostcondition",
+    "ActivationCondition",
+];
+
+fn is_workflow_condition(ty: &str) -> bool {
+    let base = ty.rsplit('/').next().unwrap_or(ty);
+    WORKFLOW_CONDITION_TYPES.contains(&base)
+}
+
+/// The workflow conditions of `now` that are new or changed status against `before`.
+fn changed_conditions<'a>(
+    before: &[ConditionNote],
+    now: &'a [ConditionNote],
+) -> Vec<&'a ConditionNote> {
+    now.iter()
+        .filter(|c| is_workflow_condition(&c.r#type))
+        .filter(|c| {
+            before
+                .iter()
+                .find(|b| b.r#type == c.r#type)
+                .is_none_or(|b| b.status != c.status)
+        })
+        .collect()
+}
+
+/// The event of workflow condition changes: the first changed type as the reason, every change
+/// in the message; `Normal` for met and not met, `Warning` when one could not be evaluated.
+fn condition_draft(changed: &[&ConditionNote]) -> Option<Draft> {
+    let first = changed.first()?;
+    let message = changed
+        .iter()
+        .map(|c| format!("{} {}: {}", c.r#type, c.status, c.message))
+        .collect::<Vec<_>>()
+        .join("; ");
+    Some(Draft {
+        reason: first
+            .r#type
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        message,
+        warning: changed.iter().any(|c| c.status == "Unknown"),
+        aggregatable: false,
+    })
+}
+
+/// The event a history entry is, if any. `conditions_changed`: the workflow conditions the
+/// entry changed; they make the event of a change that is no phase transition.
+fn draft(entry: &HistoryEntry, conditions_changed: &[&ConditionNote]) -> Option<Draft> {
     kind_code(entry.key.kind)?;
     let phase = entry.phase.as_deref();
     let error = entry
@@ -193,6 +248,9 @@ fn draft(entry: &HistoryEntry) -> Option<Draft> {
                 _ => format!("phase {new}"),
             };
             draft(new, with_error(text), warning, false)
+        }
+        ChangeType::Modified if !conditions_changed.is_empty() => {
+            condition_draft(conditions_changed)?
         }
         ChangeType::Modified => match (error, entry.message.as_deref()) {
             (Some(e), _) => draft("Error", e.to_string(), true, true),
@@ -280,12 +338,18 @@ fn derive_events<'a>(entries: impl IntoIterator<Item = &'a HistoryEntry>) -> Vec
     // Per object: its deletions so far, and that count for each event.
     let mut deletions: HashMap<ObjectKey, usize> = HashMap::new();
     let mut incarnations: Vec<usize> = Vec::new();
+    // Per object: the conditions of its last entry.
+    let mut conditions: HashMap<ObjectKey, Vec<ConditionNote>> = HashMap::new();
     for entry in entries {
+        let before = conditions
+            .insert(entry.key.clone(), entry.conditions.clone())
+            .unwrap_or_default();
+        let changed = changed_conditions(&before, &entry.conditions);
         let deleted_before = deletions.get(&entry.key).copied().unwrap_or(0);
         if entry.change_type == ChangeType::Deleted {
             deletions.insert(entry.key.clone(), deleted_before + 1);
         }
-        let Some(draft) = draft(entry) else {
+        let Some(draft) = draft(entry, &changed) else {
             open.remove(&entry.key);
             continue;
         };
@@ -422,6 +486,168 @@ pub async fn get(store: &Store, namespace: &str, name: &str) -> Result<Value, Ap
     found.ok_or_else(not_found)
 }
 
+/// The events of `namespace` (all for `None`) that changed after revision `after`, each with
+/// whether it is new (`ADDED`) or an aggregated one counted up (`MODIFIED`), oldest first.
+fn changed_since(
+    store: &Store,
+    namespace: Option<&str>,
+    after: u64,
+) -> Result<Vec<(Value, bool)>, StoreError> {
+    let mut entries = store.recent_history(LIST_LIMIT)?;
+    entries.reverse();
+    let mut events = derive_events(&entries);
+    events.retain(|e| {
+        e.last_revision > after && namespace.is_none_or(|ns| event_namespace(&e.key) == ns)
+    });
+    resolve_uids(store, &mut events)?;
+    Ok(events
+        .iter()
+        .map(|e| {
+            let first = parse_event_name(&e.name).map_or(0, |(_, _, revision)| revision);
+            (e.to_value(), first > after)
+        })
+        .collect())
+}
+
+/// `kubectl get events -w`: events as the history grows, from the store's change feed. Because
+/// events are derived from the persisted history, a watcher that falls behind the feed loses
+/// nothing: it derives again from the history (the newest [`LIST_LIMIT`] entries).
+/// `resourceVersion=N` resumes after N; without one the current events come first as `ADDED`.
+pub async fn watch(
+    state: &super::ApiState,
+    namespace: Option<String>,
+    options: ReadOptions,
+    table: Option<super::table::TableOptions>,
+) -> Result<axum::response::Response, ApiError> {
+    use super::negotiate::WatchStart;
+    let start = options.watch_start()?;
+    let mut feed = state.store.subscribe();
+    let store = state.store.clone();
+    let (first, last) = {
+        let namespace = namespace.clone();
+        blocking(move || {
+            let now = store.revision();
+            let (after, initial) = match start {
+                WatchStart::Now { initial_events } => (now, initial_events),
+                WatchStart::After(revision) => (revision, false),
+            };
+            let mut first = if initial {
+                changed_since(&store, namespace.as_deref(), 0)?
+                    .into_iter()
+                    .map(|(event, _)| (event, true))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if !initial && after < now {
+                first.extend(changed_since(&store, namespace.as_deref(), after)?);
+            }
+            Ok((first, now.max(after)))
+        })
+        .await?
+    };
+    let timeout = options
+        .timeout
+        .filter(|t| !t.is_zero())
+        .map(|t| t.min(state.options.max_watch_timeout))
+        .unwrap_or(state.options.max_watch_timeout);
+    let deadline = tokio::time::Instant::now() + timeout;
+    let shutdown = state.shutdown.clone();
+    let store = state.store.clone();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+    let encode = move |events: Vec<(Value, bool)>,
+                       table: &mut Option<super::table::TableOptions>| {
+        let mut out = Vec::new();
+        for (event, added) in events {
+            if !(options.label_selector.matches_object(&event)
+                && options.field_selector.matches_object(&event))
+            {
+                continue;
+            }
+            let object = match table.as_mut() {
+                None => event,
+                Some(table_options) => {
+                    let rv = event["metadata"]["resourceVersion"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    let rendered = super::table::to_table(
+                        super::resources::Resource::Events,
+                        &[event],
+                        &rv,
+                        table_options,
+                    );
+                    table_options.no_headers = true;
+                    rendered
+                }
+            };
+            let line = json!({"type": if added { "ADDED" } else { "MODIFIED" }, "object": object});
+            if serde_json::to_writer(&mut out, &line).is_ok() {
+                out.push(b'\n');
+            }
+        }
+        out
+    };
+    tokio::spawn(async move {
+        let mut table = table;
+        let mut last = last;
+        let chunk = encode(first, &mut table);
+        if !chunk.is_empty() && tx.send(chunk).await.is_err() {
+            return;
+        }
+        loop {
+            let woke = tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep_until(deadline) => return,
+                () = tx.closed() => return,
+                received = feed.recv() => received,
+            };
+            let revision = match woke {
+                Ok(set) if set.changes.iter().all(|c| kind_code(c.key.kind).is_none()) => {
+                    last = last.max(set.revision);
+                    continue;
+                }
+                Ok(set) => set.revision,
+                // Behind the feed: the history still has everything.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => store.revision(),
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            let (store, namespace, after) = (store.clone(), namespace.clone(), last);
+            let Ok(Ok(events)) = tokio::task::spawn_blocking(move || {
+                changed_since(&store, namespace.as_deref(), after)
+            })
+            .await
+            else {
+                return;
+            };
+            last = last.max(revision);
+            let chunk = encode(events, &mut table);
+            if !chunk.is_empty() && tx.send(chunk).await.is_err() {
+                return;
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| {
+            (
+                Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(chunk)),
+                rx,
+            )
+        })
+    });
+    let mut response = axum::response::Response::new(axum::body::Body::from_stream(stream));
+    let headers = response.headers_mut();
+    headers.insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-cache, private"),
+    );
+    Ok(response)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,6 +668,7 @@ mod tests {
             previous_phase: phases.0.map(str::to_string),
             phase: phases.1.map(str::to_string),
             message: message.map(str::to_string),
+            conditions: Vec::new(),
         }
     }
 
@@ -506,6 +733,98 @@ mod tests {
             event_uid("e2e", "a.1000000000000007")
         );
         assert_eq!(event_uid("e2e", "x").len(), 36);
+    }
+
+    #[test]
+    fn workflow_condition_changes_are_events() {
+        let di = ObjectKey::new(Kind::DeployItem, "e2e", "item");
+        let note = |ty: &str, status: &str, message: &str| ConditionNote {
+            r#type: ty.into(),
+            status: status.into(),
+            message: message.into(),
+        };
+        let with = |revision, conditions: Vec<ConditionNote>, message: Option<&str>| {
+            let mut e = entry(
+                revision,
+                &di,
+                ChangeType::Modified,
+                (Some("Succeeded"), Some("Succeeded")),
+                message,
+            );
+            e.conditions = conditions;
+            e
+        };
+        let history = [
+            entry(3, &di, ChangeType::Added, (None, None), None),
+            with(
+                4,
+                vec![note("ActivationCondition", "False", "not present")],
+                None,
+            ),
+            // Same status again (another message): no event.
+            with(
+                5,
+                vec![note("ActivationCondition", "False", "still not")],
+                None,
+            ),
+            // Other condition types are not the workflow's.
+            with(
+                6,
+                vec![
+                    note("ActivationCondition", "False", "still not"),
+                    note("Ready", "True", ""),
+                ],
+                None,
+            ),
+            with(
+                7,
+                vec![note("ActivationCondition", "True", "present")],
+                Some("waiting"),
+            ),
+            with(
+                8,
+                vec![note("ActivationCondition", "Unknown", "cannot read")],
+                None,
+            ),
+        ];
+        let events = derive(history.iter());
+        let summary: Vec<(String, String, String)> = events
+            .iter()
+            .map(|e| {
+                (
+                    e["reason"].as_str().unwrap_or_default().to_string(),
+                    e["type"].as_str().unwrap_or_default().to_string(),
+                    e["message"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect();
+        let s = |a: &str, b: &str, c: &str| (a.to_string(), b.to_string(), c.to_string());
+        assert_eq!(
+            summary,
+            vec![
+                s("Created", "Normal", "created"),
+                s(
+                    "ActivationCondition",
+                    "Normal",
+                    "ActivationCondition False: not present"
+                ),
+                s(
+                    "ActivationCondition",
+                    "Normal",
+                    "ActivationCondition True: present"
+                ),
+                s(
+                    "ActivationCondition",
+                    "Warning",
+                    "ActivationCondition Unknown: cannot read"
+                ),
+            ]
+        );
+        // On an Execution the type names the item.
+        let changed = [note("mon/ActivationCondition", "False", "x")];
+        let draft = condition_draft(&changed.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(draft.reason, "ActivationCondition");
+        assert_eq!(draft.message, "mon/ActivationCondition False: x");
     }
 
     #[test]

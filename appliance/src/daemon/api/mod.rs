@@ -27,10 +27,12 @@
 //! - [`write`]: `PATCH` (annotations, labels) and `DELETE` handlers;
 //! - [`health`]: `/healthz`, `/livez`, `/readyz`.
 
+pub mod auth;
 pub mod backup;
 pub mod discovery;
 pub mod events;
 pub mod health;
+pub mod kubeconfig;
 pub mod listen;
 pub mod namespaces;
 pub mod negotiate;
@@ -47,7 +49,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::Router;
-use axum::routing::{any, get};
+use axum::routing::{any, get, post};
 use landscaper_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -178,6 +180,15 @@ pub fn router(state: ApiState) -> Router {
         .route("/api", get(discovery::core_versions))
         .route("/api/v1", get(discovery::core_resources))
         .route("/api/v1/{*rest}", any(objects::core_resource))
+        .route(auth::SELF_SUBJECT_REVIEWS, post(auth::self_subject_review))
+        .route(
+            auth::SELF_SUBJECT_ACCESS_REVIEWS,
+            post(auth::self_subject_access_review),
+        )
+        .route(
+            auth::SELF_SUBJECT_RULES_REVIEWS,
+            post(auth::self_subject_rules_review),
+        )
         .route("/apis", get(discovery::groups))
         .route("/apis/{group}", get(discovery::group))
         .route(

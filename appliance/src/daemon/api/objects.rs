@@ -152,12 +152,13 @@ async fn read(
             "",
             "namespaces are derived from the stored objects and cannot be watched",
         )),
-        (_, Resource::Events) if options.watch => Err(ApiError::method_not_allowed(
-            "watch",
-            "events",
-            "",
-            "events are derived from the store's history and cannot be watched",
-        )),
+        (Target::Collection { namespace, .. }, Resource::Events) if options.watch => {
+            let table = match representation {
+                Representation::Object => None,
+                Representation::Table { version } => Some(table(&options, version)),
+            };
+            super::events::watch(&state, namespace, options, table).await
+        }
         (Target::Collection { namespace, .. }, Resource::Kind(kind)) if options.watch => {
             super::watch::watch(&state, kind, namespace, options, representation).await
         }

@@ -1,7 +1,8 @@
 //! The writes the API serves, all behind the bearer token (see [`super::token`]):
 //!
-//! - `PATCH` of an object with a merge patch (`application/merge-patch+json`, or
-//!   `application/strategic-merge-patch+json`, which for metadata maps is the same): only
+//! - `PATCH` of an object with a merge patch (`application/merge-patch+json`; for ConfigMaps
+//!   and Secrets also `application/strategic-merge-patch+json`, which for metadata maps is the
+//!   same, refused on Landscaper's kinds as kube-apiserver refuses it on custom resources): only
 //!   `metadata.annotations` and `metadata.labels` may change; this is how operations are
 //!   requested (`landscaper.gardener.cloud/operation: reconcile`, what `kubectl annotate`
 //!   sends). A patch that would change anything else is refused (422) naming the field. A
@@ -98,8 +99,10 @@ fn dry_run(params: &HashMap<String, String>) -> Result<bool, ApiError> {
     }
 }
 
-/// The patch formats served: merge patch, and strategic merge patch read as a merge patch.
-fn check_patch_type(headers: &HeaderMap) -> Result<(), ApiError> {
+/// The patch formats served: merge patch, and for the core kinds (ConfigMap, Secret) strategic
+/// merge patch read as a merge patch. kube-apiserver refuses strategic merge patches of custom
+/// resources (they have no patch strategy), and so do we for Landscaper's kinds.
+fn check_patch_type(kind: Kind, headers: &HeaderMap) -> Result<(), ApiError> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -111,7 +114,12 @@ fn check_patch_type(headers: &HeaderMap) -> Result<(), ApiError> {
         .trim()
         .to_ascii_lowercase();
     match media.as_str() {
-        "application/merge-patch+json" | "application/strategic-merge-patch+json" => Ok(()),
+        "application/merge-patch+json" => Ok(()),
+        "application/strategic-merge-patch+json" if kind.group().is_empty() => Ok(()),
+        "application/strategic-merge-patch+json" => Err(ApiError::unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/merge-patch+json (strategic merge patches apply to built-in kinds only)",
+        )),
         "application/json-patch+json" => Err(ApiError::unsupported_media_type(
             "JSON patches are not supported: send a merge patch (application/merge-patch+json)",
         )),
@@ -140,7 +148,7 @@ pub async fn patch(
 ) -> Result<Response, ApiError> {
     authorize(state, caller)?;
     let key = object_key("PATCH", target)?;
-    check_patch_type(headers)?;
+    check_patch_type(key.kind, headers)?;
     let dry_run = dry_run(params)?;
     let patch: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
@@ -765,19 +773,30 @@ mod tests {
     fn only_merge_patches_are_taken() {
         let mut headers = HeaderMap::new();
         assert_eq!(
-            check_patch_type(&headers).unwrap_err().code,
+            check_patch_type(Kind::Installation, &headers)
+                .unwrap_err()
+                .code,
             StatusCode::UNSUPPORTED_MEDIA_TYPE
         );
-        for (ct, ok) in [
-            ("application/merge-patch+json", true),
-            ("application/strategic-merge-patch+json", true),
-            ("Application/Merge-Patch+JSON; charset=utf-8", true),
-            ("application/json-patch+json", false),
-            ("application/apply-patch+yaml", false),
-            ("application/json", false),
+        for (ct, custom, core) in [
+            ("application/merge-patch+json", true, true),
+            ("application/strategic-merge-patch+json", false, true),
+            ("Application/Merge-Patch+JSON; charset=utf-8", true, true),
+            ("application/json-patch+json", false, false),
+            ("application/apply-patch+yaml", false, false),
+            ("application/json", false, false),
         ] {
             headers.insert(header::CONTENT_TYPE, HeaderValue::from_str(ct).unwrap());
-            assert_eq!(check_patch_type(&headers).is_ok(), ok, "{ct}");
+            assert_eq!(
+                check_patch_type(Kind::Installation, &headers).is_ok(),
+                custom,
+                "{ct}"
+            );
+            assert_eq!(
+                check_patch_type(Kind::Secret, &headers).is_ok(),
+                core,
+                "{ct}"
+            );
         }
     }
 
@@ -952,7 +971,7 @@ mod tests {
                 &server,
                 &format!(
                     "PATCH {path}/free HTTP/1.1\r\nHost: x\r\nAuthorization: Basic dG9rZW46czNjcmV0\r\n\
-                     Content-Type: application/strategic-merge-patch+json\r\nContent-Length: {}\r\n\
+                     Content-Type: application/merge-patch+json\r\nContent-Length: {}\r\n\
                      Connection: close\r\n\r\n{body}",
                     body.len()
                 ),

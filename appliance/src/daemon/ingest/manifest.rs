@@ -324,6 +324,13 @@ fn admit(
         ));
     }
     let validated = validate_object(&object).map_err(|e| field_error(&e.field, e.message))?;
+    if validated.kind == Kind::Execution
+        && let Ok(exec) = model::from_value::<model::Execution>(&validated.object)
+    {
+        // Workflow conditions (issue 19) are compiled when the Execution is loaded.
+        crate::daemon::controllers::execution::machine::workflow::check_admission(&exec)
+            .map_err(|(field, message)| field_error(&field, message))?;
+    }
     for warning in validated.warnings {
         let field = warning
             .strip_prefix("unknown field \"")
@@ -752,7 +759,10 @@ fn yaml_documents<'a>(path: &str, text: &'a str) -> Result<Documents<'a>, Manife
                 line: Some(line),
                 column: column.or(Some(1)),
                 field: None,
-                message: format!("YAML syntax error: {}", strip_location(&e.to_string())),
+                message: format!(
+                    "YAML syntax error: {}",
+                    yaml_message(&strip_location(&e.to_string()))
+                ),
             }
         })?;
         if value.is_null() {
@@ -809,6 +819,24 @@ fn json_documents<'a>(path: &str, text: &'a str) -> Result<Documents<'a>, Manife
 }
 
 /// Drops the parser's own ` at line L, column C` suffix: the error carries file coordinates.
+/// A YAML parser message in the user's terms: without advice meant for programmers using the
+/// parser ("set DuplicateKeyPolicy in Options"); a position at the end is kept.
+pub fn yaml_message(message: &str) -> String {
+    const DUPLICATE: &str = "duplicate mapping key: ";
+    const ADVICE: &str = ", set DuplicateKeyPolicy in Options if acceptable";
+    match (message.find(DUPLICATE), message.find(ADVICE)) {
+        (Some(start), Some(advice)) if start + DUPLICATE.len() <= advice => {
+            let key = &message[start + DUPLICATE.len()..advice];
+            format!(
+                "{}duplicate key {key:?}: a key may appear only once in a mapping{}",
+                &message[..start],
+                &message[advice + ADVICE.len()..]
+            )
+        }
+        _ => message.to_string(),
+    }
+}
+
 fn strip_location(message: &str) -> String {
     let message = message.trim();
     if let Some(i) = message.rfind(" at line ") {
@@ -908,6 +936,21 @@ mod tests {
         // The same bound for kubeconfigs and Secret content.
         let err = crate::daemon::controllers::deployitem::target::parse_content(&text).unwrap_err();
         assert!(err.contains("not valid YAML"), "{err}");
+    }
+
+    #[test]
+    fn an_execution_with_an_invalid_workflow_condition_is_refused_at_load() {
+        let text = "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Execution\nmetadata:\n  name: e\n  namespace: ns\nspec:\n  deployItems:\n  - name: a\n    type: landscaper.gardener.cloud/mock\n    appliance:\n      reconcilePrecondition: \"imports.(\"\n";
+        let err = parse_manifest("x/exec.yaml", text.as_bytes()).unwrap_err();
+        let shown = err.to_string();
+        assert!(
+            shown.contains("Execution ns/e")
+                && shown.contains("deployItems[a].appliance.reconcilePrecondition")
+                && shown.contains("invalid CEL expression"),
+            "{shown}"
+        );
+        let valid = text.replace("imports.(", "true");
+        assert!(parse_manifest("x/exec.yaml", valid.as_bytes()).is_ok());
     }
 
     #[test]
@@ -1255,6 +1298,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn yaml_messages_leave_out_the_parsers_advice_to_programmers() {
+        let text = "a: 1\nb:\n  c: 1\n  c: 2\n";
+        let error = serde_saphyr::from_str_with_options::<Value>(text, yaml_options()).unwrap_err();
+        let message = yaml_message(&strip_location(&error.to_string()));
+        assert_eq!(
+            message, "duplicate key \"c\": a key may appear only once in a mapping",
+            "from {error}"
+        );
+        assert_eq!(
+            yaml_message(
+                "duplicate mapping key: x, set DuplicateKeyPolicy in Options if acceptable at line 3 column 1"
+            ),
+            "duplicate key \"x\": a key may appear only once in a mapping at line 3 column 1"
+        );
+        assert_eq!(yaml_message("unclosed bracket '['"), "unclosed bracket '['");
     }
 
     #[test]

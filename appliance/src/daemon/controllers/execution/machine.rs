@@ -39,6 +39,11 @@ use crate::daemon::controllers::installation::dataflow::content_hash;
 use crate::daemon::controllers::jobs::is_finished;
 use crate::daemon::controllers::lserror::{LsError, updated_error};
 
+#[path = "workflow.rs"]
+pub mod workflow;
+
+pub use self::workflow::{TargetState, WorkflowInputs};
+
 /// Kubernetes' `generateName`: the prefix is cut to leave room for the 5-character suffix.
 const MAX_GENERATE_NAME_PREFIX: usize = DNS1123_LABEL_MAX_LENGTH - GENERATE_NAME_SUFFIX_LENGTH;
 
@@ -57,6 +62,9 @@ pub struct View {
     pub exports: BTreeMap<String, Result<Value, String>>,
     /// The Execution's export DataObject, if it exists. Only consulted in `Completing`.
     pub export_object: Option<DataObject>,
+    /// The inputs of the workflow conditions; read only when the Execution or a template
+    /// carries the workflow block (issue 19).
+    pub workflow: Option<WorkflowInputs>,
 }
 
 /// What the controller does after committing a step.
@@ -197,6 +205,9 @@ impl<'a> Machine<'a> {
         }
         let status = self.exec.status.clone().unwrap_or_default();
         if is_finished(status.job_id.as_deref(), status.job_id_finished.as_deref()) {
+            if workflow::has_block(&self.exec) && !self.exec.metadata.is_deleting() {
+                return self.recheck_inactive();
+            }
             return Next::Idle;
         }
         let phase = match status.phase {
@@ -205,10 +216,10 @@ impl<'a> Machine<'a> {
         };
         match phase {
             Phase::Init => self.init(new_suffix),
-            Phase::Progressing => self.progressing(),
+            Phase::Progressing => self.progressing(new_suffix),
             Phase::Completing => self.completing(),
             Phase::InitDelete => self.init_delete(),
-            Phase::Deleting => self.deleting(),
+            Phase::Deleting => self.deleting(new_suffix),
             _ => Next::Idle,
         }
     }
@@ -317,9 +328,12 @@ impl<'a> Machine<'a> {
             }
         }
         let mut active = Vec::new();
+        // With the workflow block, items are created when the planner says so.
+        let with_workflow = workflow::has_block(&self.exec);
         for (template, existing) in &matched.items {
             let (di, created) = match existing {
                 Some(di) => ((*di).clone(), false),
+                None if with_workflow => continue,
                 None => (self.new_deploy_item(template, new_suffix), true),
             };
             let mut di = di;
@@ -435,7 +449,7 @@ impl<'a> Machine<'a> {
 
     /// `Progressing`: orphans are deleted first (all at once); then the deploy items are
     /// triggered in dependency order.
-    fn progressing(&mut self) -> Next {
+    fn progressing(&mut self, new_suffix: &mut dyn FnMut() -> String) -> Next {
         let job_id = self.job_id();
         let templates = self.exec.spec.deploy_items().to_vec();
         let view = self.view;
@@ -455,6 +469,9 @@ impl<'a> Machine<'a> {
                 self.start_deletion(&classes.runnable, &job_id);
             }
             return self.after_progressing(&classes);
+        }
+        if workflow::has_block(&self.exec) {
+            return self.workflow_step(landscaper_workflow::plan::Mode::Reconcile, new_suffix);
         }
         let classes = match classify(&job_id, &matched.items) {
             Ok(c) => c,
@@ -605,6 +622,8 @@ impl<'a> Machine<'a> {
             .annotation(DELETE_WITHOUT_UNINSTALL_ANNOTATION)
             == Some("true");
         let view = self.view;
+        // With the workflow block, the planner deletes the items in order.
+        let with_workflow = workflow::has_block(&self.exec);
         for di in &view.deploy_items {
             let mut updated = false;
             if without_uninstall
@@ -616,7 +635,7 @@ impl<'a> Machine<'a> {
                 self.writes.push(Write::Update(to_value(&di)));
                 updated = true;
             }
-            if !di.metadata.is_deleting() {
+            if !di.metadata.is_deleting() && !with_workflow {
                 self.writes.push(delete_write(di, !updated));
             }
         }
@@ -626,9 +645,12 @@ impl<'a> Machine<'a> {
 
     /// `Deleting`: deploy items are triggered in reverse dependency order; when all are gone
     /// the Execution's finalizer is removed.
-    fn deleting(&mut self) -> Next {
+    fn deleting(&mut self, new_suffix: &mut dyn FnMut() -> String) -> Next {
         const OP: &str = "handleReconcilePhase";
         const REASON: &str = "handlePhaseDeleting";
+        if workflow::has_block(&self.exec) {
+            return self.workflow_step(landscaper_workflow::plan::Mode::Cleanup, new_suffix);
+        }
         let job_id = self.job_id();
         let templates = self.exec.spec.deploy_items().to_vec();
         let view = self.view;

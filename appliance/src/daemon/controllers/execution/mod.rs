@@ -6,6 +6,7 @@
 //! commit in one transaction.
 
 pub mod machine;
+pub mod targets;
 
 use std::collections::BTreeMap;
 
@@ -28,6 +29,8 @@ use super::runtime::{Outcome, ReconcileError, Reconciler};
 pub struct ExecutionReconciler {
     context: ControllerContext,
     waits: WaitIntervals,
+    /// Reads objects and CRDs from deploy items' targets for the workflow conditions.
+    targets: std::sync::Arc<dyn targets::TargetReader>,
 }
 
 impl ExecutionReconciler {
@@ -36,7 +39,20 @@ impl ExecutionReconciler {
             context.config.wait_interval_min,
             context.config.wait_interval_max,
         );
-        ExecutionReconciler { context, waits }
+        ExecutionReconciler {
+            context,
+            waits,
+            targets: std::sync::Arc::new(targets::ClusterTargetReader::default()),
+        }
+    }
+
+    /// The reconciler with another reader of targets (tests).
+    pub fn with_target_reader(
+        mut self,
+        reader: std::sync::Arc<dyn targets::TargetReader>,
+    ) -> ExecutionReconciler {
+        self.targets = reader;
+        self
     }
 
     /// The deploy items, exports and export DataObject the machine needs for `execution`, read
@@ -60,7 +76,9 @@ impl ExecutionReconciler {
             .collect::<Result<Vec<_>, _>>()?;
         let phase = execution.status.as_ref().and_then(|s| s.phase.as_ref());
         let mut exports = BTreeMap::new();
-        if phase == Some(&Phase::Completing) {
+        // The workflow conditions see the items' exports (`self.exports`) in every phase.
+        let with_workflow = machine::workflow::has_block(execution);
+        if phase == Some(&Phase::Completing) || with_workflow {
             for di in &deploy_items {
                 let export_ref = di.status.as_ref().and_then(|s| s.export_reference.as_ref());
                 if let Some(export_ref) = export_ref {
@@ -84,6 +102,7 @@ impl ExecutionReconciler {
             deploy_items,
             exports,
             export_object,
+            workflow: None,
         })
     }
 
@@ -157,8 +176,34 @@ impl Reconciler for ExecutionReconciler {
         // One consistent read of everything the step needs; no read stays open across the
         // commit.
         let snapshot = self.context.store.snapshot()?;
-        let view = self.load_view(&snapshot, &execution)?;
+        let mut view = self.load_view(&snapshot, &execution)?;
+        let reads = if machine::workflow::has_block(&execution) {
+            let owner = match machine::workflow::owner_name(&execution) {
+                Some(name) => snapshot
+                    .get(&ObjectKey::new(
+                        Kind::Installation,
+                        execution.metadata.namespace(),
+                        name,
+                    ))?
+                    .map(|v| parse::<landscaper_store::model::Installation>(&v))
+                    .transpose()?,
+                None => None,
+            };
+            Some((targets::target_reads(&snapshot, &execution)?, owner))
+        } else {
+            None
+        };
         drop(snapshot);
+        if let Some((reads, owner)) = reads {
+            let mut inputs = targets::gather(
+                self.targets.as_ref(),
+                reads,
+                self.context.config.progressing_timeout,
+            )
+            .await;
+            inputs.owner = owner;
+            view.workflow = Some(inputs);
+        }
         let mut step = machine::step(&execution, &view, &now, &mut random_name_suffix);
         if step.execution.is_none() {
             step.execution = started;

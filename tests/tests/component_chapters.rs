@@ -1,14 +1,18 @@
 //! End-to-end (issue 18): the guided tour's chapters that reach their blueprints through
-//! component references (`subinstallations/component-references`, `subinstallations/export-import`,
-//! `subinstallations/subinst-templates`, `templating/components`) through the real
+//! component references and need no Flux (`import-export/import-parameters`,
+//! `import-export/import-data-mappings`, `subinstallations/component-references`,
+//! `subinstallations/export-import`, `subinstallations/subinst-templates`,
+//! `templating/components`, `target-maps/01`–`04`; `components/helm-chart` is `components.rs`;
+//! `import-export/export-parameters` needs a service-account token controller) through the real
 //! daemon, with the chapters' Installation YAML unchanged except the registry base URL, the
 //! namespace and the kubeconfig:
 //! 1. from a real registry (Debian's `docker-registry` on loopback), each chapter's
 //!    `local-repo/` component versions pushed with the project's own client, the blueprint
-//!    directories packed as the real tour does (gzip tar, `localBlob`);
+//!    directories packed as the real tour does (gzip tar, `localBlob`), the echo-server chart
+//!    pushed with the real `helm push` and kept as an `ociArtifact`;
 //! 2. air-gapped: no registry, a fresh data folder and only a Common Transport Format archive
-//!    of the same component versions in the manifests folder (once as a directory, once as a
-//!    `.tgz`), beside a truncated CTF that is reported by name and harms nothing.
+//!    (written by `files::CtfWriter`) of the same component versions and the chart in the
+//!    manifests folder (once as a directory, once as a `.tgz`), beside a truncated CTF that is reported by name and harms nothing.
 //!
 //! Each chapter runs in its own namespace against its own test cluster (the chapters share
 //! object names). Needs `/usr/bin/docker-registry` and the OCM acceptance data; without them

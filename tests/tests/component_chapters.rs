@@ -12,7 +12,8 @@
 //!    pushed with the real `helm push` and kept as an `ociArtifact`;
 //! 2. air-gapped: no registry, a fresh data folder and only a Common Transport Format archive
 //!    (written by `files::CtfWriter`) of the same component versions and the chart in the
-//!    manifests folder (once as a directory, once as a `.tgz`), beside a truncated CTF that is reported by name and harms nothing.
+//!    manifests folder (once as a directory, once as a `.tgz`), beside a truncated CTF that
+//!    is reported by name and harms nothing.
 //!
 //! Each chapter runs in its own namespace against its own test cluster (the chapters share
 //! object names). Needs `/usr/bin/docker-registry` and the OCM acceptance data; without them

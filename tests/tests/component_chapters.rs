@@ -607,12 +607,26 @@ fn guided_tour_component_chapters_from_a_registry_then_from_a_ctf() {
             chapter_succeeded(&daemon, cluster, c);
         }
         if form == "tgz" {
-            let logs = daemon.logs();
-            assert!(
-                logs.lines()
-                    .any(|l| l.contains("broken-ctf.tgz") && l.contains("unusable")),
-                "the truncated CTF is reported by name:\n{logs}"
+            // The truncated CTF is a `TransportArchive` of its own, Failed with an error
+            // naming the archive; the good one beside it served every chapter above.
+            let path = "/apis/appliance.landscaper-appliance.io/v1alpha1/transportarchives";
+            let broken = eventually(
+                Duration::from_secs(20),
+                "the broken TransportArchive",
+                || {
+                    daemon
+                        .get_json(path)?
+                        .get("items")?
+                        .as_array()?
+                        .iter()
+                        .find(|o| o["spec"]["path"] == "broken-ctf.tgz")
+                        .filter(|o| o["status"]["phase"].is_string())
+                        .cloned()
+                },
             );
+            assert_eq!(broken["status"]["phase"], "Failed", "{broken}");
+            let error = broken["status"]["lastError"].as_str().unwrap_or_default();
+            assert!(error.contains("broken-ctf.tgz"), "{broken}");
         }
         daemon.terminate();
     }

@@ -354,6 +354,39 @@ impl ConditionResult {
     }
 }
 
+/// Records `result` of `kind` in `list` as the entry of type `condition_type` (the plain
+/// `ReconcilePrecondition` on the dependent itself, `<dependent>/ReconcilePrecondition` on its
+/// parent). An entry whose status, reason and message stay is left as it is (times included);
+/// `lastTransitionTime` moves only with the status. Returns whether `list` changed.
+pub fn record_condition(
+    list: &mut Vec<Condition>,
+    condition_type: &str,
+    kind: ConditionKind,
+    result: &ConditionResult,
+    now: &str,
+) -> bool {
+    let position = list.iter().position(|c| c.r#type == condition_type);
+    let mut condition = result.to_condition(kind, position.map(|i| &list[i]), now);
+    condition.r#type = condition_type.to_owned();
+    match position {
+        Some(i)
+            if list[i].status == condition.status
+                && list[i].reason == condition.reason
+                && list[i].message == condition.message =>
+        {
+            false
+        }
+        Some(i) => {
+            list[i] = condition;
+            true
+        }
+        None => {
+            list.push(condition);
+            true
+        }
+    }
+}
+
 /// `{<kind>: {<namespace>: {<name>: object}}}` from objects with `kind` and `metadata`; objects
 /// without a kind or name are skipped, cluster-scoped ones go under the namespace `""`.
 pub fn objects_index<'a>(objects: impl IntoIterator<Item = &'a Value>) -> Value {

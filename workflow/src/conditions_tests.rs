@@ -230,3 +230,75 @@ fn results_become_status_conditions() {
         ("ReadyPostcondition", "Unknown", "ConditionError")
     );
 }
+
+#[test]
+fn recorded_conditions_change_only_with_their_result() {
+    let kind = ConditionKind::ReadyPostcondition;
+    let not_met = ConditionResult::NotMet {
+        message: "replicas 0 < 3".into(),
+    };
+    let met = ConditionResult::Met {
+        message: "replicas 3 >= 3".into(),
+    };
+    let mut list = vec![Condition {
+        r#type: "Other".into(),
+        status: "True".into(),
+        ..Default::default()
+    }];
+    assert!(record_condition(
+        &mut list,
+        "a/ReadyPostcondition",
+        kind,
+        &not_met,
+        "t1"
+    ));
+    assert!(!record_condition(
+        &mut list,
+        "a/ReadyPostcondition",
+        kind,
+        &not_met,
+        "t2"
+    ));
+    let entry = |list: &[Condition]| {
+        list.iter()
+            .find(|c| c.r#type == "a/ReadyPostcondition")
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        entry(&list).last_update_time.as_deref(),
+        Some("t1"),
+        "unchanged: nothing written"
+    );
+    assert!(record_condition(
+        &mut list,
+        "a/ReadyPostcondition",
+        kind,
+        &met,
+        "t3"
+    ));
+    let c = entry(&list);
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("True", "ConditionMet")
+    );
+    assert_eq!(c.last_transition_time.as_deref(), Some("t3"));
+    let changed_message = ConditionResult::Met {
+        message: "replicas 4 >= 3".into(),
+    };
+    assert!(record_condition(
+        &mut list,
+        "a/ReadyPostcondition",
+        kind,
+        &changed_message,
+        "t4"
+    ));
+    let c = entry(&list);
+    assert_eq!(
+        c.last_transition_time.as_deref(),
+        Some("t3"),
+        "status stayed True"
+    );
+    assert_eq!(c.last_update_time.as_deref(), Some("t4"));
+    assert_eq!(list.len(), 2, "other conditions stay");
+}

@@ -116,6 +116,25 @@ fn created(mut review: Value, api_version: &str, kind: &str, status: Value) -> R
     (StatusCode::CREATED, axum::Json(review)).into_response()
 }
 
+/// One review: who asks, the request's object, and `status_of` (pure: identity and request
+/// to the review's status) answered as the created object.
+fn answer(
+    state: &ApiState,
+    trusted: Option<Extension<TrustedConnection>>,
+    headers: &HeaderMap,
+    body: &[u8],
+    (api_version, kind): (&str, &str),
+    status_of: fn(Identity, &Value) -> Result<Value, ApiError>,
+) -> Response {
+    let who = identity(state, trusted, headers);
+    let result = review_request(headers, body, kind)
+        .and_then(|review| Ok((status_of(who, &review)?, review)));
+    match result {
+        Ok((status, review)) => created(review, api_version, kind, status),
+        Err(error) => error.into_response(),
+    }
+}
+
 /// `POST /apis/authentication.k8s.io/v1/selfsubjectreviews` (`kubectl auth whoami`).
 pub async fn self_subject_review(
     State(state): State<ApiState>,
@@ -123,16 +142,35 @@ pub async fn self_subject_review(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let who = identity(&state, trusted, &headers);
-    match review_request(&headers, &body, "SelfSubjectReview") {
-        Ok(review) => created(
-            review,
-            "authentication.k8s.io/v1",
-            "SelfSubjectReview",
-            json!({ "userInfo": who.user_info() }),
-        ),
-        Err(error) => error.into_response(),
-    }
+    let kind = ("authentication.k8s.io/v1", "SelfSubjectReview");
+    answer(&state, trusted, &headers, &body, kind, whoami_status)
+}
+
+/// `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` (`kubectl auth can-i VERB
+/// RESOURCE`).
+pub async fn self_subject_access_review(
+    State(state): State<ApiState>,
+    trusted: Option<Extension<TrustedConnection>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let kind = ("authorization.k8s.io/v1", "SelfSubjectAccessReview");
+    answer(&state, trusted, &headers, &body, kind, access_status)
+}
+
+/// `POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews` (`kubectl auth can-i --list`).
+pub async fn self_subject_rules_review(
+    State(state): State<ApiState>,
+    trusted: Option<Extension<TrustedConnection>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let kind = ("authorization.k8s.io/v1", "SelfSubjectRulesReview");
+    answer(&state, trusted, &headers, &body, kind, rules_status)
+}
+
+fn whoami_status(who: Identity, _review: &Value) -> Result<Value, ApiError> {
+    Ok(json!({ "userInfo": who.user_info() }))
 }
 
 /// Whether `identity` may do `verb`, with the reason kube's authorizers give.
@@ -149,70 +187,35 @@ fn decide(who: Identity, verb: &str) -> (bool, &'static str) {
     }
 }
 
-/// `POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews` (`kubectl auth can-i VERB
-/// RESOURCE`).
-pub async fn self_subject_access_review(
-    State(state): State<ApiState>,
-    trusted: Option<Extension<TrustedConnection>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let who = identity(&state, trusted, &headers);
-    let review = match review_request(&headers, &body, "SelfSubjectAccessReview") {
-        Ok(review) => review,
-        Err(error) => return error.into_response(),
-    };
+fn access_status(who: Identity, review: &Value) -> Result<Value, ApiError> {
     let spec = &review["spec"];
     let verb = spec["resourceAttributes"]["verb"]
         .as_str()
-        .or_else(|| spec["nonResourceAttributes"]["verb"].as_str());
-    let Some(verb) = verb else {
-        return ApiError::bad_request(
-            "spec.resourceAttributes.verb or spec.nonResourceAttributes.verb is required",
-        )
-        .into_response();
-    };
+        .or_else(|| spec["nonResourceAttributes"]["verb"].as_str())
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "spec.resourceAttributes.verb or spec.nonResourceAttributes.verb is required",
+            )
+        })?;
     let (allowed, reason) = decide(who, verb);
     let mut status = json!({ "allowed": allowed, "reason": reason });
     if !allowed {
         status["denied"] = json!(true);
     }
-    created(
-        review,
-        "authorization.k8s.io/v1",
-        "SelfSubjectAccessReview",
-        status,
-    )
+    Ok(status)
 }
 
-/// `POST /apis/authorization.k8s.io/v1/selfsubjectrulesreviews` (`kubectl auth can-i --list`).
-pub async fn self_subject_rules_review(
-    State(state): State<ApiState>,
-    trusted: Option<Extension<TrustedConnection>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let who = identity(&state, trusted, &headers);
-    let review = match review_request(&headers, &body, "SelfSubjectRulesReview") {
-        Ok(review) => review,
-        Err(error) => return error.into_response(),
-    };
+fn rules_status(who: Identity, _review: &Value) -> Result<Value, ApiError> {
     let verbs: Vec<&str> = if who.may_write() {
         vec!["*"]
     } else {
         READ_VERBS.to_vec()
     };
-    let status = json!({
+    Ok(json!({
         "resourceRules": [{ "verbs": verbs, "apiGroups": ["*"], "resources": ["*"] }],
         "nonResourceRules": [{ "verbs": ["get"], "nonResourceURLs": ["*"] }],
         "incomplete": false,
-    });
-    created(
-        review,
-        "authorization.k8s.io/v1",
-        "SelfSubjectRulesReview",
-        status,
-    )
+    }))
 }
 
 /// The `k8s\0` envelope around `runtime.Unknown` and the few fields of the self-reviews'
@@ -336,6 +339,25 @@ mod tests {
             assert!(decide(who, "delete").0);
             assert!(decide(who, "*").0);
         }
+    }
+
+    #[test]
+    fn an_access_review_needs_a_verb_and_lists_follow_the_rights() {
+        let error = access_status(Identity::Token, &json!({"spec": {}})).unwrap_err();
+        assert_eq!(error.reason, "BadRequest");
+        let review = json!({"spec": {"resourceAttributes": {"verb": "delete"}}});
+        let status = access_status(Identity::Anonymous, &review).unwrap();
+        assert_eq!(status["allowed"], false);
+        assert_eq!(status["denied"], true);
+        let rules = rules_status(Identity::Anonymous, &json!({})).unwrap();
+        assert_eq!(
+            rules["resourceRules"][0]["verbs"],
+            json!(["get", "list", "watch"])
+        );
+        assert_eq!(
+            rules_status(Identity::Socket, &json!({})).unwrap()["resourceRules"][0]["verbs"],
+            json!(["*"])
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ use landscaper_store::model::{
     to_value,
 };
 use landscaper_workflow::conditions::{
-    ConditionKind, ConditionResult, Conditions, Variables, compile_block,
+    ConditionKind, ConditionResult, Conditions, Variables, compile_block, record_condition,
 };
 use landscaper_workflow::plan::{
     self, ConditionResults, Decision, Dependent, Mode, Outcome, Policy, State,
@@ -253,29 +253,6 @@ fn results(c: &ConditionResults) -> Vec<(ConditionKind, &ConditionResult)> {
     .collect()
 }
 
-/// Sets the condition of type `condition.type` in `list`; an entry with the same status,
-/// reason and message is kept as it is (so that an unchanged result writes nothing). Returns
-/// whether the list changed.
-pub fn merge_condition(list: &mut Vec<Condition>, condition: Condition) -> bool {
-    match list.iter_mut().find(|c| c.r#type == condition.r#type) {
-        Some(c)
-            if c.status == condition.status
-                && c.reason == condition.reason
-                && c.message == condition.message =>
-        {
-            false
-        }
-        Some(c) => {
-            *c = condition;
-            true
-        }
-        None => {
-            list.push(condition);
-            true
-        }
-    }
-}
-
 /// Whether a reconciled item has waited longer than `timeout` for its ready postcondition.
 fn ready_timed_out(di: &DeployItem, now: &str, timeout: Option<Duration>) -> bool {
     let Some(timeout) = timeout else {
@@ -462,19 +439,15 @@ impl Machine<'_> {
         for ((template, di), dependent) in matched.items.iter().zip(&dependents) {
             for (kind, result) in results(&dependent.conditions) {
                 let exec_type = format!("{}/{}", template.name, kind.condition_type());
-                let previous = exec_conditions.iter().find(|c| c.r#type == exec_type);
-                let mut c = result.to_condition(kind, previous, self.now);
-                c.r#type = exec_type;
-                exec_changed |= merge_condition(&mut exec_conditions, c);
+                exec_changed |=
+                    record_condition(&mut exec_conditions, &exec_type, kind, result, self.now);
                 if let Some(di) = di {
                     let item = updated
                         .entry(di.metadata.name().to_string())
                         .or_insert_with(|| (*di).clone());
                     let status = item.status.get_or_insert_with(Default::default);
                     let list = status.conditions.get_or_insert_with(Vec::new);
-                    let previous = list.iter().find(|c| c.r#type == kind.condition_type());
-                    let c = result.to_condition(kind, previous, self.now);
-                    merge_condition(list, c);
+                    record_condition(list, kind.condition_type(), kind, result, self.now);
                 }
             }
         }

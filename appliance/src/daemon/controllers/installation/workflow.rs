@@ -24,7 +24,7 @@ use landscaper_store::model::{
 };
 use landscaper_templating::blueprint::InstallationTemplate;
 use landscaper_workflow::conditions::{
-    Activation, ConditionKind, ConditionResult, Variables, compile_block,
+    Activation, ConditionKind, ConditionResult, Variables, compile_block, record_condition,
 };
 use landscaper_workflow::plan::{AggregatedError, Policy};
 use serde_json::{Map, Value, json};
@@ -178,20 +178,16 @@ pub fn record(list: &mut Vec<Condition>, gate: &Gate, templates: &[String], now:
                 .any(|k| condition_type(n, *k) == t)
         })
     };
-    let previous: Vec<Condition> = std::mem::take(list);
-    list.extend(previous.iter().filter(|c| !ours(&c.r#type)).cloned());
+    // Conditions of ours that are no longer evaluated (the block changed) go.
+    list.retain(|c| {
+        !ours(&c.r#type)
+            || gate
+                .results
+                .iter()
+                .any(|(template, kind, _)| condition_type(template, *kind) == c.r#type)
+    });
     for (template, kind, result) in &gate.results {
-        let ty = condition_type(template, *kind);
-        let prev = previous.iter().find(|c| c.r#type == ty);
-        let mut c = result.to_condition(*kind, prev, now);
-        if let Some(p) = prev
-            && p.status == c.status
-            && p.message == c.message
-        {
-            c.last_update_time = p.last_update_time.clone();
-        }
-        c.r#type = ty;
-        list.push(c);
+        record_condition(list, &condition_type(template, *kind), *kind, result, now);
     }
 }
 

@@ -18,8 +18,7 @@ use landscaper_store::model::constants::{
     DELETE_WITHOUT_UNINSTALL_ANNOTATION, LANDSCAPER_FINALIZER,
 };
 use landscaper_store::model::{
-    Condition, DeployItem, DeployItemTemplate, DiNamePair, Execution, Phase, WorkflowExtension,
-    to_value,
+    DeployItem, DeployItemTemplate, DiNamePair, Execution, Phase, WorkflowExtension, to_value,
 };
 use landscaper_workflow::conditions::{
     ConditionKind, ConditionResult, Conditions, Variables, compile_block, record_condition,

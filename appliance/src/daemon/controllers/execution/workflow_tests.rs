@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use landscaper_store::model::constants::*;
 use landscaper_store::model::{
-    ActivationCondition, CrdPresent, DeployItemStatus, ExecutionStatus, ObjectMeta, Resource,
-    from_value,
+    ActivationCondition, Condition, CrdPresent, DeployItemStatus, ExecutionStatus, ObjectMeta,
+    Resource, from_value,
 };
 use landscaper_store::{Kind, ObjectKey};
 

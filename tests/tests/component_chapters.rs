@@ -1,9 +1,10 @@
 //! End-to-end (issue 18): the guided tour's chapters that reach their blueprints through
 //! component references and need no Flux (`import-export/import-parameters`,
-//! `import-export/import-data-mappings`, `subinstallations/component-references`,
-//! `subinstallations/export-import`, `subinstallations/subinst-templates`,
-//! `templating/components`, `target-maps/01`–`04`; `components/helm-chart` is `components.rs`;
-//! `import-export/export-parameters` needs a service-account token controller) through the real
+//! `import-export/import-data-mappings`, `import-export/export-parameters` (the test server's
+//! token controller fills the service-account token the blueprint exports),
+//! `subinstallations/component-references`, `subinstallations/export-import`,
+//! `subinstallations/subinst-templates`, `templating/components`, `target-maps/01`–`04`;
+//! `components/helm-chart` is `components.rs`) through the real
 //! daemon, with the chapters' Installation YAML unchanged except the registry base URL, the
 //! namespace and the kubeconfig:
 //! 1. from a real registry (Debian's `docker-registry` on loopback), each chapter's
@@ -59,6 +60,9 @@ struct Chapter {
     /// import-export: the helm release `(name, text)` the chart deploys into `example` (the
     /// chart an `ociArtifact` of the component, the image from `getResource .cd`).
     release: Option<(&'static str, &'static str)>,
+    /// export-parameters: the DataObject that receives the service-account token (a JWT, the
+    /// deploy item's export `b64dec`oded by the export execution).
+    token_export: Option<&'static str>,
 }
 
 const CHAPTERS: &[Chapter] = &[
@@ -71,6 +75,7 @@ const CHAPTERS: &[Chapter] = &[
         images: &[],
         colored: &[],
         release: Some(("echo", "Hello, Landscaper!")),
+        token_export: None,
     },
     // No component of its own: it installs import-parameters' `echo-server:2.2.0`.
     Chapter {
@@ -82,6 +87,18 @@ const CHAPTERS: &[Chapter] = &[
         images: &[],
         colored: &[],
         release: Some(("echo", "hello")),
+        token_export: None,
+    },
+    Chapter {
+        dir: "import-export/export-parameters",
+        namespace: "cu-export-parameters",
+        installation: "export-token",
+        config_maps: &[],
+        export: None,
+        images: &[],
+        colored: &[],
+        release: None,
+        token_export: Some("my-token"),
     },
     Chapter {
         dir: "subinstallations/component-references",
@@ -103,6 +120,7 @@ const CHAPTERS: &[Chapter] = &[
         images: &[],
         colored: &[],
         release: None,
+        token_export: None,
     },
     Chapter {
         dir: "subinstallations/export-import",
@@ -124,6 +142,7 @@ const CHAPTERS: &[Chapter] = &[
         images: &[],
         colored: &[],
         release: None,
+        token_export: None,
     },
     Chapter {
         dir: "subinstallations/subinst-templates",
@@ -134,6 +153,7 @@ const CHAPTERS: &[Chapter] = &[
         images: &[],
         colored: &[],
         release: None,
+        token_export: None,
     },
     Chapter {
         dir: "templating/components",
@@ -149,6 +169,7 @@ const CHAPTERS: &[Chapter] = &[
         ],
         colored: &[],
         release: None,
+        token_export: None,
     },
     target_maps(
         "target-maps/01-multiple-deploy-items",
@@ -182,6 +203,7 @@ const CHAPTERS: &[Chapter] = &[
         images: &[],
         colored: &[],
         release: None,
+        token_export: None,
     },
 ];
 
@@ -200,6 +222,7 @@ const fn target_maps(
         images: &[],
         colored,
         release: None,
+        token_export: None,
     }
 }
 
@@ -490,6 +513,28 @@ fn chapter_succeeded(daemon: &Daemon, cluster: &Cluster, c: &Chapter) {
             c.dir
         );
     }
+    if let Some(data_object) = c.token_export {
+        let path = format!(
+            "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/{}/dataobjects/{data_object}",
+            c.namespace
+        );
+        let d = eventually(Duration::from_secs(30), &path, || daemon.get_json(&path));
+        let token = d["data"].as_str().unwrap_or_default();
+        // The secret's `.data.token` is base64 of the JWT; the export execution decoded it.
+        assert!(
+            token.starts_with("eyJ") && token.split('.').count() == 3,
+            "{}: the exported token is a JWT: {d}",
+            c.dir
+        );
+        let secret = cluster
+            .core("example", "secrets", "test-secret")
+            .expect("the token Secret");
+        assert_eq!(
+            secret["type"], "kubernetes.io/service-account-token",
+            "{}",
+            c.dir
+        );
+    }
     if !c.images.is_empty() {
         let cm = eventually(Duration::from_secs(30), "templating-components", || {
             cluster.core("example", "configmaps", "templating-components")
@@ -544,12 +589,13 @@ fn guided_tour_component_chapters_from_a_registry_then_from_a_ctf() {
         .iter()
         .flat_map(|c| published(&tour.join(c.dir), &chart_ref))
         .collect();
-    // import-parameters, component-references/root+sub, export-import, subinst-templates/root+sub,
-    // templating-components root+core+extension, one per target-maps chapter.
-    assert_eq!(versions.len(), 13);
+    // import-parameters, export-parameters, component-references/root+sub, export-import,
+    // subinst-templates/root+sub, templating-components root+core+extension, one per
+    // target-maps chapter.
+    assert_eq!(versions.len(), 14);
     assert_eq!(
         versions.iter().map(|v| v.blobs.len()).sum::<usize>(),
-        16,
+        17,
         "every blueprint directory packed"
     );
     push_all(&versions, work.path(), port);

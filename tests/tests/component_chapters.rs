@@ -3,7 +3,8 @@
 //! `import-export/import-data-mappings`, `import-export/export-parameters` (the test server's
 //! token controller fills the service-account token the blueprint exports),
 //! `subinstallations/component-references`, `subinstallations/export-import`,
-//! `subinstallations/subinst-templates`, `templating/components`, `target-maps/01`–`04`;
+//! `subinstallations/subinst-templates`, `templating/components`, `target-maps/01`–`04`,
+//! `kustomize/02-podinfo` up to the Flux objects it creates (Flux itself does not run here);
 //! `components/helm-chart` is `components.rs`) through the real
 //! daemon, with the chapters' Installation YAML unchanged except the registry base URL, the
 //! namespace and the kubeconfig:
@@ -63,6 +64,11 @@ struct Chapter {
     /// export-parameters: the DataObject that receives the service-account token (a JWT, the
     /// deploy item's export `b64dec`oded by the export execution).
     token_export: Option<&'static str>,
+    /// kustomize: the Flux `GitRepository` the blueprint creates, with the `url` and `ref.tag`
+    /// it reads from the component's `gitHub` resource (`getResource .cd`). The test cluster
+    /// gets Flux's CRDs and `flux-system`; no Flux runs, so the chapter ends where Landscaper's
+    /// part ends.
+    flux_source: Option<(&'static str, &'static str)>,
 }
 
 const CHAPTERS: &[Chapter] = &[
@@ -76,6 +82,7 @@ const CHAPTERS: &[Chapter] = &[
         colored: &[],
         release: Some(("echo", "Hello, Landscaper!")),
         token_export: None,
+        flux_source: None,
     },
     // No component of its own: it installs import-parameters' `echo-server:2.2.0`.
     Chapter {
@@ -88,6 +95,7 @@ const CHAPTERS: &[Chapter] = &[
         colored: &[],
         release: Some(("echo", "hello")),
         token_export: None,
+        flux_source: None,
     },
     Chapter {
         dir: "import-export/export-parameters",
@@ -99,6 +107,19 @@ const CHAPTERS: &[Chapter] = &[
         colored: &[],
         release: None,
         token_export: Some("my-token"),
+        flux_source: None,
+    },
+    Chapter {
+        dir: "kustomize/02-podinfo",
+        namespace: "cu-kustomize-podinfo",
+        installation: "podinfo",
+        config_maps: &[],
+        export: None,
+        images: &[],
+        colored: &[],
+        release: None,
+        token_export: None,
+        flux_source: Some(("https://github.com/stefanprodan/podinfo", "6.7.0")),
     },
     Chapter {
         dir: "subinstallations/component-references",
@@ -121,6 +142,7 @@ const CHAPTERS: &[Chapter] = &[
         colored: &[],
         release: None,
         token_export: None,
+        flux_source: None,
     },
     Chapter {
         dir: "subinstallations/export-import",
@@ -143,6 +165,7 @@ const CHAPTERS: &[Chapter] = &[
         colored: &[],
         release: None,
         token_export: None,
+        flux_source: None,
     },
     Chapter {
         dir: "subinstallations/subinst-templates",
@@ -154,6 +177,7 @@ const CHAPTERS: &[Chapter] = &[
         colored: &[],
         release: None,
         token_export: None,
+        flux_source: None,
     },
     Chapter {
         dir: "templating/components",
@@ -170,6 +194,7 @@ const CHAPTERS: &[Chapter] = &[
         colored: &[],
         release: None,
         token_export: None,
+        flux_source: None,
     },
     target_maps(
         "target-maps/01-multiple-deploy-items",
@@ -204,6 +229,7 @@ const CHAPTERS: &[Chapter] = &[
         colored: &[],
         release: None,
         token_export: None,
+        flux_source: None,
     },
 ];
 
@@ -223,6 +249,7 @@ const fn target_maps(
         colored,
         release: None,
         token_export: None,
+        flux_source: None,
     }
 }
 
@@ -419,14 +446,17 @@ fn write_chapter(daemon: &Daemon, cluster: &Cluster, tour: &Path, c: &Chapter, b
             .unwrap()
             .to_string_lossy()
             .replace(".tpl", "");
-        // The tour renders a target template once per color (`cluster-<color>`).
+        // The tour renders a target template once per color (`cluster-<color>`), the
+        // kustomize chapters once per name (`my-cluster`, `my-cluster-2`).
         let colors: &[&str] = if text.contains("${color}") {
             &COLORS
+        } else if text.contains("${name}") {
+            &["my-cluster", "my-cluster-2"]
         } else {
             &[""]
         };
         for color in colors {
-            let text = text.replace("${color}", color);
+            let text = text.replace("${color}", color).replace("${name}", color);
             assert!(
                 !text.contains("${"),
                 "{}: unsubstituted variable",
@@ -535,6 +565,40 @@ fn chapter_succeeded(daemon: &Daemon, cluster: &Cluster, c: &Chapter) {
             c.dir
         );
     }
+    if let Some((url, tag)) = c.flux_source {
+        let repository = eventually(Duration::from_secs(30), "GitRepository podinfo", || {
+            cluster.grouped(
+                "source.toolkit.fluxcd.io/v1",
+                "flux-system",
+                "gitrepositories",
+                "podinfo",
+            )
+        });
+        assert_eq!(repository["spec"]["url"], url, "{}: {repository}", c.dir);
+        assert_eq!(
+            repository["spec"]["ref"]["tag"], tag,
+            "{}: {repository}",
+            c.dir
+        );
+        let kustomization = cluster
+            .grouped(
+                "kustomize.toolkit.fluxcd.io/v1",
+                "flux-system",
+                "kustomizations",
+                "podinfo",
+            )
+            .expect("the Kustomization");
+        assert_eq!(
+            kustomization["spec"]["sourceRef"]["name"], "podinfo",
+            "{}",
+            c.dir
+        );
+        // The second target's kubeconfig, for Flux to deploy to.
+        let secret = cluster
+            .core("flux-system", "secrets", "cluster2")
+            .expect("the cluster2 Secret");
+        assert!(secret["data"]["kubeconfig"].is_string(), "{}", c.dir);
+    }
     if !c.images.is_empty() {
         let cm = eventually(Duration::from_secs(30), "templating-components", || {
             cluster.core("example", "configmaps", "templating-components")
@@ -555,12 +619,61 @@ fn chapter_succeeded(daemon: &Daemon, cluster: &Cluster, c: &Chapter) {
 fn start_clusters() -> Vec<Cluster> {
     CHAPTERS
         .iter()
-        .map(|_| {
+        .map(|c| {
             let cluster = Cluster::start("100ms");
             cluster.create_namespace("example");
+            if c.flux_source.is_some() {
+                install_flux_crds(&cluster);
+            }
             cluster
         })
         .collect()
+}
+
+/// Flux's `GitRepository` and `Kustomization` kinds (schemas left open) and `flux-system`.
+fn install_flux_crds(cluster: &Cluster) {
+    cluster.create_namespace("flux-system");
+    for (group, kind, plural) in [
+        (
+            "source.toolkit.fluxcd.io",
+            "GitRepository",
+            "gitrepositories",
+        ),
+        (
+            "kustomize.toolkit.fluxcd.io",
+            "Kustomization",
+            "kustomizations",
+        ),
+    ] {
+        let crd = serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.{group}")},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {
+                    "kind": kind,
+                    "listKind": format!("{kind}List"),
+                    "plural": plural,
+                    "singular": kind.to_lowercase(),
+                },
+                "versions": [{
+                    "name": "v1",
+                    "served": true,
+                    "storage": true,
+                    "schema": {"openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true,
+                    }},
+                }],
+            },
+        });
+        cluster.create(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        );
+    }
 }
 
 #[test]
@@ -589,13 +702,13 @@ fn guided_tour_component_chapters_from_a_registry_then_from_a_ctf() {
         .iter()
         .flat_map(|c| published(&tour.join(c.dir), &chart_ref))
         .collect();
-    // import-parameters, export-parameters, component-references/root+sub, export-import,
-    // subinst-templates/root+sub, templating-components root+core+extension, one per
-    // target-maps chapter.
-    assert_eq!(versions.len(), 14);
+    // import-parameters, export-parameters, kustomize/podinfo, component-references/root+sub,
+    // export-import, subinst-templates/root+sub, templating-components root+core+extension,
+    // one per target-maps chapter.
+    assert_eq!(versions.len(), 15);
     assert_eq!(
         versions.iter().map(|v| v.blobs.len()).sum::<usize>(),
-        17,
+        18,
         "every blueprint directory packed"
     );
     push_all(&versions, work.path(), port);

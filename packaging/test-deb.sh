@@ -344,7 +344,8 @@ if [ ${#tracer[@]} -gt 0 ]; then
 fi
 address=""
 for _ in $(seq 1 100); do
-  address="$(sed -n 's/.*"address":"\(127\.0\.0\.1:[0-9]*\)".*/\1/p' "$work/daemon.log" | sed -n 1p)"
+  # The API's line (the kubeconfig listener logs an address too).
+  address="$(grep '"API listening"' "$work/daemon.log" | sed -n 's/.*"address":"\(127\.0\.0\.1:[0-9]*\)".*/\1/p' | sed -n 1p)"
   [ -n "$address" ] && break
   kill -0 "$daemon_pid" 2>/dev/null || { cat "$work/daemon.log"; fail "the daemon exited at start"; }
   sleep 0.1

@@ -236,17 +236,15 @@ async fn start_kubeconfig_listener(
     };
     let bound = listener.local_addr().ok()?;
     let server_url = format!("https://{bound}");
-    let write = |ca_pem: &str| {
-        let text = kubeconfig::kubeconfig_text(&server_url, ca_pem, token.expose());
-        kubeconfig::write_kubeconfig(data_dir, &text)
-    };
-    let path = match write(&material.ca_pem) {
-        Ok(path) => path,
-        Err(error) => {
-            tracing::warn!(%error, "no kubeconfig listener: writing the kubeconfig failed");
-            return None;
-        }
-    };
+    let path =
+        match kubeconfig::write_kubeconfig(data_dir, &server_url, &material.ca_pem, token.expose())
+        {
+            Ok(path) => path,
+            Err(error) => {
+                tracing::warn!(%error, "no kubeconfig listener: writing the kubeconfig failed");
+                return None;
+            }
+        };
     let cert = RenewableCert::new(material.certified);
     let tls = crate::daemon::api::listen::TlsListener::new(
         listener,
@@ -278,15 +276,15 @@ async fn start_kubeconfig_listener(
                 Ok((_, Renewal::Kept)) => {}
                 Ok((material, renewal)) => {
                     cert.replace(material.certified);
-                    if renewal == Renewal::CaAndServing {
-                        let text = kubeconfig::kubeconfig_text(
+                    if renewal == Renewal::CaAndServing
+                        && let Err(error) = kubeconfig::write_kubeconfig(
+                            &data_dir,
                             &server_url,
                             &material.ca_pem,
                             token.expose(),
-                        );
-                        if let Err(error) = kubeconfig::write_kubeconfig(&data_dir, &text) {
-                            tracing::error!(%error, "rewriting the kubeconfig for the new CA failed");
-                        }
+                        )
+                    {
+                        tracing::error!(%error, "rewriting the kubeconfig for the new CA failed");
                     }
                     tracing::info!(
                         new_ca = renewal == Renewal::CaAndServing,

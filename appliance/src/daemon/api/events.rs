@@ -486,18 +486,22 @@ pub async fn get(store: &Store, namespace: &str, name: &str) -> Result<Value, Ap
     found.ok_or_else(not_found)
 }
 
-/// The events of `namespace` (all for `None`) that changed after revision `after`, each with
-/// whether it is new (`ADDED`) or an aggregated one counted up (`MODIFIED`), oldest first.
-fn changed_since(
+/// The events of `namespace` (all for `None`) whose newest entry lies in `(after, upto]`, each
+/// with whether it is new (`ADDED`) or an aggregated one counted up (`MODIFIED`), oldest
+/// first. `upto` is a revision read before the history, so that entries committed meanwhile
+/// are left to the next call instead of being sent twice.
+fn changed_between(
     store: &Store,
     namespace: Option<&str>,
     after: u64,
+    upto: u64,
 ) -> Result<Vec<(Value, bool)>, StoreError> {
     let mut entries = store.recent_history(LIST_LIMIT)?;
     entries.reverse();
     let mut events = derive_events(&entries);
     events.retain(|e| {
-        e.last_revision > after && namespace.is_none_or(|ns| event_namespace(&e.key) == ns)
+        (after + 1..=upto).contains(&e.last_revision)
+            && namespace.is_none_or(|ns| event_namespace(&e.key) == ns)
     });
     resolve_uids(store, &mut events)?;
     Ok(events
@@ -531,17 +535,16 @@ pub async fn watch(
                 WatchStart::Now { initial_events } => (now, initial_events),
                 WatchStart::After(revision) => (revision, false),
             };
-            let mut first = if initial {
-                changed_since(&store, namespace.as_deref(), 0)?
+            let first = if initial {
+                changed_between(&store, namespace.as_deref(), 0, now)?
                     .into_iter()
                     .map(|(event, _)| (event, true))
                     .collect()
+            } else if after < now {
+                changed_between(&store, namespace.as_deref(), after, now)?
             } else {
                 Vec::new()
             };
-            if !initial && after < now {
-                first.extend(changed_since(&store, namespace.as_deref(), after)?);
-            }
             Ok((first, now.max(after)))
         })
         .await?
@@ -602,25 +605,40 @@ pub async fn watch(
                 () = tx.closed() => return,
                 received = feed.recv() => received,
             };
-            let revision = match woke {
-                Ok(set) if set.changes.iter().all(|c| kind_code(c.key.kind).is_none()) => {
-                    last = last.max(set.revision);
-                    continue;
+            // One derivation per burst: the change sets already waiting are taken with this
+            // one (controllers commit many in a row).
+            let mut relevant = false;
+            let mut next = Some(woke);
+            while let Some(received) = next.take() {
+                match received {
+                    Ok(set) => {
+                        relevant |= set.changes.iter().any(|c| kind_code(c.key.kind).is_some());
+                    }
+                    // Behind the feed: the history still has everything.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => relevant = true,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 }
-                Ok(set) => set.revision,
-                // Behind the feed: the history still has everything.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => store.revision(),
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            };
+                next = match feed.try_recv() {
+                    Ok(set) => Some(Ok(set)),
+                    Err(tokio::sync::broadcast::error::TryRecvError::Lagged(n)) => {
+                        Some(Err(tokio::sync::broadcast::error::RecvError::Lagged(n)))
+                    }
+                    Err(_) => None,
+                };
+            }
+            if !relevant {
+                continue;
+            }
             let (store, namespace, after) = (store.clone(), namespace.clone(), last);
-            let Ok(Ok(events)) = tokio::task::spawn_blocking(move || {
-                changed_since(&store, namespace.as_deref(), after)
+            let Ok(Ok((events, upto))) = tokio::task::spawn_blocking(move || {
+                let upto = store.revision();
+                changed_between(&store, namespace.as_deref(), after, upto).map(|e| (e, upto))
             })
             .await
             else {
                 return;
             };
-            last = last.max(revision);
+            last = last.max(upto);
             let chunk = encode(events, &mut table);
             if !chunk.is_empty() && tx.send(chunk).await.is_err() {
                 return;
@@ -1243,6 +1261,23 @@ mod tests {
             .commit(landscaper_store::Transaction::new().update(failed))
             .await
             .unwrap();
+        // A watch's window (after, upto]: the creation only, the failure only, or nothing.
+        let now = store.revision();
+        let reasons = |after, upto| -> Vec<(String, bool)> {
+            changed_between(&store, Some("e2e"), after, upto)
+                .unwrap()
+                .into_iter()
+                .map(|(e, added)| (e["reason"].as_str().unwrap().to_string(), added))
+                .collect()
+        };
+        assert_eq!(reasons(0, now - 1), [("Created".to_string(), true)]);
+        assert_eq!(reasons(now - 1, now), [("Failed".to_string(), true)]);
+        assert!(reasons(now, now).is_empty());
+        assert!(
+            changed_between(&store, Some("other"), 0, now)
+                .unwrap()
+                .is_empty()
+        );
         let (all, revision) = list(&store, None, &ReadOptions::default()).await.unwrap();
         assert_eq!(revision, store.revision());
         assert_eq!(all.len(), 2, "{all:?}");

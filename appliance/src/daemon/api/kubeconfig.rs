@@ -353,7 +353,7 @@ pub fn inspect(data_dir: &Path, now: SystemTime) -> Inspection {
 }
 
 /// The kubeconfig's text for `server` (an `https://` URL).
-pub fn kubeconfig_text(server: &str, ca_pem: &str, token: &str) -> String {
+fn render_kubeconfig(server: &str, ca_pem: &str, token: &str) -> String {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     format!(
         "apiVersion: v1\n\
@@ -368,10 +368,16 @@ pub fn kubeconfig_text(server: &str, ca_pem: &str, token: &str) -> String {
     )
 }
 
-/// Writes `<data>/kubeconfig.yaml` (0600, replaced atomically).
-pub fn write_kubeconfig(data_dir: &Path, text: &str) -> Result<PathBuf, KubeconfigError> {
+/// Writes `<data>/kubeconfig.yaml` for `server`, the CA and the token (0600, replaced
+/// atomically); returns its path.
+pub fn write_kubeconfig(
+    data_dir: &Path,
+    server: &str,
+    ca_pem: &str,
+    token: &str,
+) -> Result<PathBuf, KubeconfigError> {
     let path = data_dir.join(KUBECONFIG_FILE);
-    write_private(&path, text.as_bytes())?;
+    write_private(&path, render_kubeconfig(server, ca_pem, token).as_bytes())?;
     Ok(path)
 }
 
@@ -455,8 +461,8 @@ mod tests {
         let now = SystemTime::now();
         assert!(matches!(inspect(dir.path(), now), Inspection::Missing(_)));
         let (material, _) = TlsFiles::new(dir.path()).ensure(now).unwrap();
-        let text = kubeconfig_text("https://127.0.0.1:8443", &material.ca_pem, "t");
-        let path = write_kubeconfig(dir.path(), &text).unwrap();
+        let path =
+            write_kubeconfig(dir.path(), "https://127.0.0.1:8443", &material.ca_pem, "t").unwrap();
         match inspect(dir.path(), now) {
             Inspection::Usable {
                 server, days_left, ..
@@ -479,9 +485,9 @@ mod tests {
     #[test]
     fn the_kubeconfig_is_private_and_names_server_ca_and_token() {
         let dir = tempfile::tempdir().unwrap();
-        let text = kubeconfig_text("https://127.0.0.1:8443", "PEM", "t0ken");
-        let path = write_kubeconfig(dir.path(), &text).unwrap();
+        let path = write_kubeconfig(dir.path(), "https://127.0.0.1:8443", "PEM", "t0ken").unwrap();
         assert_eq!(mode(&path), 0o600);
+        let text = std::fs::read_to_string(&path).unwrap();
         let parsed: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(parsed["current-context"], CONTEXT_NAME);
         assert_eq!(

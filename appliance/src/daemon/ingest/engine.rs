@@ -825,7 +825,7 @@ fn object_error(
 }
 
 /// Why an object belongs to a controller rather than to a file, if it does.
-fn controlled_by(existing: &Value) -> Option<String> {
+pub(crate) fn controlled_by(existing: &Value) -> Option<String> {
     if let Some(owner) = object::metadata(existing)
         .and_then(|m| m.get("ownerReferences"))
         .and_then(Value::as_array)

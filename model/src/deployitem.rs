@@ -9,7 +9,7 @@ use super::shared::{
     Condition, Error, ObjectReference, OnDeleteConfig, Phase, TransitionTimes, some_value,
 };
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeployItem {
     #[serde(default)]
@@ -24,7 +24,7 @@ pub struct DeployItem {
     pub status: Option<DeployItemStatus>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeployItemSpec {
     /// Deployer type, e.g. `landscaper.gardener.cloud/mock`. Required.
@@ -50,7 +50,7 @@ pub struct DeployItemSpec {
     pub on_delete: Option<OnDeleteConfig>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeployItemStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -95,7 +95,7 @@ pub struct DeployItemStatus {
 }
 
 /// Which deployer last reconciled the item.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeployerInformation {
     #[serde(default)]
     pub identity: String,

@@ -212,7 +212,7 @@ fn kubectl_writes_landscaper_objects() {
     // Client-side apply of the Target and the DataObject, server-side apply of the Installation.
     let target = k.file("target.yaml", TARGET);
     let data = k.file("data.yaml", DATA);
-    let out = k.ok(&["apply", "--validate=false", "-f", &target, "-f", &data]);
+    let out = k.ok(&["apply", "-f", &target, "-f", &data]);
     assert!(
         out.contains("target.landscaper.gardener.cloud/cluster created")
             && out.contains("dataobject.landscaper.gardener.cloud/settings created"),
@@ -256,7 +256,7 @@ fn kubectl_writes_landscaper_objects() {
         "{managers}"
     );
     // Applying the same again changes nothing.
-    let out = k.ok(&["apply", "--validate=false", "-f", &target]);
+    let out = k.ok(&["apply", "-f", &target]);
     assert!(out.contains("unchanged"), "{out}");
 
     // A changed spec: diff shows it, apply makes generation 2, which is reconciled (the file
@@ -352,14 +352,14 @@ fn kubectl_writes_landscaper_objects() {
     let mut current: Value = serde_json::from_str(&current).unwrap();
     current["metadata"]["labels"]["stage"] = Value::from("replaced");
     let replaced = k.file("replace.json", &current.to_string());
-    let out = k.ok(&["replace", "--validate=false", "-f", &replaced]);
+    let out = k.ok(&["replace", "-f", &replaced]);
     assert!(out.contains("replaced"), "{out}");
     assert_eq!(
         daemon.get_json(&format!("{TARGETS}/cluster")).unwrap()["metadata"]["labels"]["stage"],
         "replaced"
     );
     // The same stale version again: 409 Conflict.
-    let (ok, _, err) = k.run(&["replace", "--validate=false", "-f", &replaced]);
+    let (ok, _, err) = k.run(&["replace", "-f", &replaced]);
     assert!(!ok);
     assert!(
         err.contains("Conflict") && err.contains("the object has been modified"),
@@ -371,14 +371,14 @@ fn kubectl_writes_landscaper_objects() {
         "bad.yaml",
         "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Installation\nmetadata:\n  name: bad\n  namespace: kube-writes\nspec: {}\n",
     );
-    let (ok, _, err) = k.run(&["create", "--validate=false", "-f", &bad]);
+    let (ok, _, err) = k.run(&["create", "-f", &bad]);
     assert!(!ok);
     assert!(
         err.contains("is invalid") && err.contains("spec.blueprint"),
         "{err}"
     );
     // AlreadyExists.
-    let (ok, _, err) = k.run(&["create", "--validate=false", "-f", &data]);
+    let (ok, _, err) = k.run(&["create", "-f", &data]);
     assert!(!ok);
     assert!(err.contains("AlreadyExists"), "{err}");
     // Unknown fields: kubectl asks for Strict by default.
@@ -461,7 +461,7 @@ fn kubectl_writes_landscaper_objects() {
     // create and delete: an Installation created through the API runs and is deleted with
     // what it made.
     let tmp = k.file("tmp.yaml", &installation("tmp", "bye"));
-    let out = k.ok(&["create", "--validate=false", "-f", &tmp]);
+    let out = k.ok(&["create", "-f", &tmp]);
     assert!(out.contains("installation.landscaper.gardener.cloud/tmp created"), "{out}");
     succeeded(&daemon, "tmp", 1);
     let out = k.ok(&["delete", "installation", "tmp", "-n", NS, "--wait=true", "--timeout=60s"]);

@@ -323,8 +323,16 @@ fn media_type(headers: &HeaderMap) -> String {
         .to_ascii_lowercase()
 }
 
-/// A request body: JSON, or YAML for server-side apply and `application/yaml`.
+/// A request body: JSON, YAML for server-side apply and `application/yaml`, or the protobuf
+/// client-go's typed clients send for ConfigMaps and Secrets (`kubectl create secret`).
 fn parse_body(body: &[u8], yaml: bool) -> Result<Value, ApiError> {
+    if kube_protobuf::is_envelope(body) {
+        return kube_protobuf::decode(body).ok_or_else(|| {
+            ApiError::unsupported_media_type(
+                "the protobuf body is not a ConfigMap or Secret this server reads: send JSON",
+            )
+        });
+    }
     match serde_json::from_slice(body) {
         Ok(value) => Ok(value),
         Err(e) if !yaml => Err(ApiError::bad_request(format!(

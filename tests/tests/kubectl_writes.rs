@@ -13,8 +13,10 @@ use landscaper_e2e::{Daemon, eventually, kubectl};
 use serde_json::Value;
 
 const NS: &str = "kube-writes";
-const INSTALLATIONS: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/kube-writes/installations";
-const DATAOBJECTS: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/kube-writes/dataobjects";
+const INSTALLATIONS: &str =
+    "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/kube-writes/installations";
+const DATAOBJECTS: &str =
+    "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/kube-writes/dataobjects";
 const TARGETS: &str = "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/kube-writes/targets";
 
 const TARGET: &str = r#"apiVersion: landscaper.gardener.cloud/v1alpha1
@@ -161,7 +163,10 @@ fn kubectl_for(daemon: &Daemon, path: &Path) -> Kubectl {
 fn phase(daemon: &Daemon, name: &str) -> Option<(String, i64, i64)> {
     let inst = daemon.get_json(&format!("{INSTALLATIONS}/{name}"))?;
     Some((
-        inst["status"]["phase"].as_str().unwrap_or_default().to_string(),
+        inst["status"]["phase"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         inst["metadata"]["generation"].as_i64().unwrap_or_default(),
         inst["status"]["observedGeneration"]
             .as_i64()
@@ -251,10 +256,7 @@ fn kubectl_writes_landscaper_objects() {
         "-o",
         "jsonpath={.metadata.managedFields[*].manager}",
     ]);
-    assert!(
-        managers.contains("kubectl-client-side-apply"),
-        "{managers}"
-    );
+    assert!(managers.contains("kubectl-client-side-apply"), "{managers}");
     // Applying the same again changes nothing.
     let out = k.ok(&["apply", "-f", &target]);
     assert!(out.contains("unchanged"), "{out}");
@@ -264,10 +266,7 @@ fn kubectl_writes_landscaper_objects() {
     let changed = k.file("shop2.yaml", &installation("shop", "servus"));
     let (same, out, err) = k.run(&["diff", "--server-side", "-f", &changed]);
     assert!(!same && err.is_empty(), "{out}{err}");
-    assert!(
-        out.contains("-") && out.contains("servus from %s"),
-        "{out}"
-    );
+    assert!(out.contains("-") && out.contains("servus from %s"), "{out}");
     let out = k.ok(&["apply", "--server-side", "-f", &changed]);
     assert!(out.contains("serverside-applied"), "{out}");
     succeeded(&daemon, "shop", 2);
@@ -325,12 +324,11 @@ fn kubectl_writes_landscaper_objects() {
     assert!(err.contains("Invalid") || err.contains("test"), "{err}");
 
     // edit through KUBE_EDITOR: a script rewriting the file.
-    let editor = k.file("editor.sh", "#!/bin/sh\nsed -i 's/text: json/text: edited/' \"$1\"\n");
-    std::fs::set_permissions(
-        &editor,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let editor = k.file(
+        "editor.sh",
+        "#!/bin/sh\nsed -i 's/text: json/text: edited/' \"$1\"\n",
+    );
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out = k
         .command(&["edit", "dataobject", "settings", "-n", NS])
         .env("KUBE_EDITOR", &editor)
@@ -338,7 +336,8 @@ fn kubectl_writes_landscaper_objects() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("dataobject.landscaper.gardener.cloud/settings edited"),
+        String::from_utf8_lossy(&out.stdout)
+            .contains("dataobject.landscaper.gardener.cloud/settings edited"),
         "{}",
         text(&out)
     );
@@ -412,14 +411,7 @@ fn kubectl_writes_landscaper_objects() {
             && err.contains("spec.context"),
         "{err}"
     );
-    k.ok(&[
-        "label",
-        "installation",
-        "from-file",
-        "-n",
-        NS,
-        "team=ops",
-    ]);
+    k.ok(&["label", "installation", "from-file", "-n", NS, "team=ops"]);
 
     // A Secret and a ConfigMap: anonymous readers never see the value.
     k.ok(&[
@@ -445,7 +437,15 @@ fn kubectl_writes_landscaper_objects() {
     assert!(!anonymous.to_string().contains("aHVudGVyMg"), "{anonymous}");
     let (ok, _, err) = {
         let out = Command::new(&path)
-            .args(["--server", &daemon.server, "delete", "secret", "creds", "-n", NS])
+            .args([
+                "--server",
+                &daemon.server,
+                "delete",
+                "secret",
+                "creds",
+                "-n",
+                NS,
+            ])
             .env("HOME", k.home.path())
             .env("KUBECONFIG", k.home.path().join("none"))
             .output()
@@ -456,15 +456,29 @@ fn kubectl_writes_landscaper_objects() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    assert!(!ok && err.contains("Unauthorized"), "anonymous delete: {err}");
+    assert!(
+        !ok && err.contains("Unauthorized"),
+        "anonymous delete: {err}"
+    );
 
     // create and delete: an Installation created through the API runs and is deleted with
     // what it made.
     let tmp = k.file("tmp.yaml", &installation("tmp", "bye"));
     let out = k.ok(&["create", "-f", &tmp]);
-    assert!(out.contains("installation.landscaper.gardener.cloud/tmp created"), "{out}");
+    assert!(
+        out.contains("installation.landscaper.gardener.cloud/tmp created"),
+        "{out}"
+    );
     succeeded(&daemon, "tmp", 1);
-    let out = k.ok(&["delete", "installation", "tmp", "-n", NS, "--wait=true", "--timeout=60s"]);
+    let out = k.ok(&[
+        "delete",
+        "installation",
+        "tmp",
+        "-n",
+        NS,
+        "--wait=true",
+        "--timeout=60s",
+    ]);
     assert!(out.contains("deleted"), "{out}");
     assert!(daemon.get_json(&format!("{INSTALLATIONS}/tmp")).is_none());
     eventually(Duration::from_secs(30), "tmp's export gone", || {
@@ -478,7 +492,15 @@ fn kubectl_writes_landscaper_objects() {
     let k = kubectl_for(&daemon2, &path);
     let (phase_after, generation, _) = phase(&daemon2, "shop").expect("shop after the restart");
     assert_eq!((phase_after.as_str(), generation), ("Succeeded", 2));
-    let out = k.ok(&["get", "dataobject", "settings", "-n", NS, "-o", "jsonpath={.data.text}"]);
+    let out = k.ok(&[
+        "get",
+        "dataobject",
+        "settings",
+        "-n",
+        NS,
+        "-o",
+        "jsonpath={.data.text}",
+    ]);
     assert_eq!(out, "edited");
 
     // Backups and exports hold the API's objects.
@@ -496,7 +518,10 @@ fn kubectl_writes_landscaper_objects() {
             "running",
             vec!["--data".to_string(), data_dir.display().to_string()],
         ),
-        ("backup", vec!["--from".to_string(), backup.display().to_string()]),
+        (
+            "backup",
+            vec!["--from".to_string(), backup.display().to_string()],
+        ),
     ] {
         let dir = out_dir.path().join(from);
         let mut all = vec!["export".to_string(), dir.display().to_string()];
@@ -545,15 +570,22 @@ fn kubectl_writes_landscaper_objects() {
         "-p",
         r#"{"spec":{"context":"other"}}"#,
     ]);
-    assert!(!ok && err.contains("is owned by manifest file shop.yaml"), "{err}");
+    assert!(
+        !ok && err.contains("is owned by manifest file shop.yaml"),
+        "{err}"
+    );
     let events = k.ok(&["get", "events", "-n", "default", "-o", "json"]);
     let events: Value = serde_json::from_str(&events).unwrap();
     assert!(
-        events["items"].as_array().unwrap().iter().any(|e| e["reason"] == "TakenOver"
-            && e["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("Installation kube-writes/shop")),
+        events["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["reason"] == "TakenOver"
+                && e["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("Installation kube-writes/shop")),
         "{events}"
     );
 }

@@ -13,6 +13,7 @@
 //! | phase transition                            | the new phase       | `phase A -> B[: error]`         |
 //! | deletion requested, phase unchanged         | `DeletionRequested` | `deletion requested`            |
 //! | other change with an error, phase unchanged | `Error`             | the error                       |
+//! | a file took over objects made by the API    | `TakenOver`         | `took over <Kind ns/name>, ...` |
 //!
 //! The error is the history entry's message (the object's `status.lastError.message`, at most
 //! 500 characters). `type` is `Warning` for the phases `Failed` and `DeleteFailed`, for `Error`
@@ -232,6 +233,16 @@ fn draft(entry: &HistoryEntry, conditions_changed: &[&ConditionNote]) -> Option<
         warning,
         aggregatable,
     };
+    if let (Some(taken), ChangeType::Added | ChangeType::Modified) =
+        (&entry.taken_over, entry.change_type)
+    {
+        return Some(draft(
+            "TakenOver",
+            format!("took over {taken}, created through the API: the file defines it now"),
+            false,
+            false,
+        ));
+    }
     Some(match entry.change_type {
         ChangeType::Added => {
             let created = match phase {
@@ -687,6 +698,7 @@ mod tests {
             phase: phases.1.map(str::to_string),
             message: message.map(str::to_string),
             conditions: Vec::new(),
+            taken_over: None,
         }
     }
 

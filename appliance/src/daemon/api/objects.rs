@@ -124,9 +124,7 @@ async fn dispatch(
         Method::POST => {
             super::write::create(&state, target, &params, &headers, &caller, body).await
         }
-        Method::PUT => {
-            super::write::update(&state, target, &params, &headers, &caller, body).await
-        }
+        Method::PUT => super::write::update(&state, target, &params, &headers, &caller, body).await,
         Method::DELETE => super::write::delete(&state, target, &params, &caller, body).await,
         other => Ok(super::write::unsupported(other.as_str(), target.resource())),
     }

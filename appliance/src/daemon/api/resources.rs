@@ -145,7 +145,9 @@ impl Resource {
             Resource::Kind(Kind::ManifestFile | Kind::TransportArchive) => {
                 &["delete", "get", "list", "patch", "watch"]
             }
-            Resource::Kind(_) => &["create", "delete", "get", "list", "patch", "update", "watch"],
+            Resource::Kind(_) => &[
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ],
             Resource::Namespaces | Resource::Events => &["get", "list"],
         }
     }

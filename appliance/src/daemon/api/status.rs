@@ -157,7 +157,10 @@ impl ApiError {
             ..ApiError::new(
                 StatusCode::CONFLICT,
                 "AlreadyExists",
-                format!("{} \"{name}\" already exists", qualified(plural, kind.group())),
+                format!(
+                    "{} \"{name}\" already exists",
+                    qualified(plural, kind.group())
+                ),
             )
         }
     }
@@ -232,7 +235,14 @@ impl ApiError {
         ApiError::invalid(kind, name, &error.field, cause, label, why)
     }
 
-    pub fn invalid(kind: Kind, name: &str, field: &str, cause: &str, label: &str, why: &str) -> Self {
+    pub fn invalid(
+        kind: Kind,
+        name: &str,
+        field: &str,
+        cause: &str,
+        label: &str,
+        why: &str,
+    ) -> Self {
         // Like kube-apiserver, validation errors name the kind, not the resource.
         let mut details = details(kind.as_str(), kind.group(), Some(name));
         details.insert(

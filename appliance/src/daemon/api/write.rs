@@ -122,7 +122,6 @@ fn object_key(verb: &str, target: Target) -> Result<ObjectKey, ApiError> {
     }
 }
 
-
 /// Whether the API creates and changes objects of `kind` (not the appliance's own records).
 fn api_writable(kind: Kind) -> bool {
     !matches!(kind, Kind::ManifestFile | Kind::TransportArchive)
@@ -1058,7 +1057,10 @@ pub async fn delete(
 /// kube-apiserver's answer to a delete that removed the object at once.
 fn deleted_status(kind: Kind, object: &Value) -> Value {
     let mut details = Map::new();
-    details.insert("name".into(), Value::String(object::name(object).to_string()));
+    details.insert(
+        "name".into(),
+        Value::String(object::name(object).to_string()),
+    );
     if !kind.group().is_empty() {
         details.insert("group".into(), Value::String(kind.group().to_string()));
     }
@@ -1146,7 +1148,8 @@ impl Preconditions {
         };
         match options.get("propagationPolicy") {
             None | Some(Value::Null) => {}
-            Some(Value::String(p)) if ["Orphan", "Background", "Foreground"].contains(&p.as_str()) => {}
+            Some(Value::String(p))
+                if ["Orphan", "Background", "Foreground"].contains(&p.as_str()) => {}
             Some(other) => {
                 return Err(ApiError::bad_request(format!(
                     "DeleteOptions.propagationPolicy: Unsupported value: {other}: supported values: \"Foreground\", \"Background\", \"Orphan\""
@@ -1184,7 +1187,6 @@ impl Preconditions {
     }
 }
 
-
 /// The patched labels and annotations follow the rules the manifest ingest applies
 /// ([`validate_labels_and_annotations`]): 422 naming the first bad key or value.
 fn check_metadata_maps(kind: Kind, name: &str, object: &Value) -> Result<(), ApiError> {
@@ -1207,7 +1209,6 @@ fn check_metadata_maps(kind: Kind, name: &str, object: &Value) -> Result<(), Api
         Some(error) => Err(ApiError::invalid_field(kind, name, &error)),
     }
 }
-
 
 /// The object without the fields a patch may change.
 fn without_patchable(object: &Value) -> Value {
@@ -1432,8 +1433,9 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            err.message
-                .contains("is owned by its controller (owned by Installation p): only metadata.labels"),
+            err.message.contains(
+                "is owned by its controller (owned by Installation p): only metadata.labels"
+            ),
             "{}",
             err.message
         );
@@ -1620,7 +1622,11 @@ mod tests {
         assert_eq!(ignore.unwrap().field_validation, FieldValidation::Ignore);
         // Apply needs a field manager; force is for apply only.
         let err = WriteOptions::from_query(&params(&[]), &headers, true).unwrap_err();
-        assert!(err.message.contains("fieldManager is required"), "{}", err.message);
+        assert!(
+            err.message.contains("fieldManager is required"),
+            "{}",
+            err.message
+        );
         let forced = WriteOptions::from_query(
             &params(&[("fieldManager", "m"), ("force", "true")]),
             &headers,
@@ -1650,7 +1656,10 @@ mod tests {
         // Created: namespace filled in, managed by its creator, no status.
         assert_eq!(current["metadata"]["namespace"], "default");
         assert_eq!(current["metadata"]["managedFields"][0]["manager"], "test");
-        assert_eq!(current["metadata"]["managedFields"][0]["operation"], "Update");
+        assert_eq!(
+            current["metadata"]["managedFields"][0]["operation"],
+            "Update"
+        );
         let patch = json!({"spec": {"context": "ctx"}, "status": {"phase": "Failed"}});
         let out = change_as(
             &Owner::Api,
@@ -1663,9 +1672,9 @@ mod tests {
         assert_eq!(out["metadata"]["resourceVersion"], "7");
         assert_eq!(out["metadata"]["uid"], "u");
         // A JSON patch too.
-        let patch = json!([{"op": "replace", "path": "/spec/blueprint/ref/resourceName", "value": "c"}]);
-        let out =
-            change_as(&Owner::Api, &current, Change::Patch(PatchType::Json, patch)).unwrap();
+        let patch =
+            json!([{"op": "replace", "path": "/spec/blueprint/ref/resourceName", "value": "c"}]);
+        let out = change_as(&Owner::Api, &current, Change::Patch(PatchType::Json, patch)).unwrap();
         assert_eq!(out["spec"]["blueprint"]["ref"]["resourceName"], "c");
         // An invalid spec: 422 naming the field, as the folder's admission would.
         let patch = json!({"spec": {"imports": {"data": [{"name": "d"}]}}});
@@ -1675,7 +1684,12 @@ mod tests {
             Change::Patch(PatchType::Merge, patch),
         )
         .unwrap_err();
-        assert_eq!(err.code, StatusCode::UNPROCESSABLE_ENTITY, "{}", err.message);
+        assert_eq!(
+            err.code,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            err.message
+        );
         assert_eq!(err.reason, "Invalid");
         assert!(
             err.details["causes"][0]["field"]
@@ -1691,8 +1705,13 @@ mod tests {
     fn unknown_fields_follow_field_validation() {
         let current = api_installation();
         let patch = || Change::Patch(PatchType::Merge, json!({"spec": {"colour": "red"}}));
-        let err = write_as(&Owner::Api, Some(&current), patch(), FieldValidation::Strict)
-            .unwrap_err();
+        let err = write_as(
+            &Owner::Api,
+            Some(&current),
+            patch(),
+            FieldValidation::Strict,
+        )
+        .unwrap_err();
         assert_eq!(err.code, StatusCode::BAD_REQUEST);
         assert_eq!(
             err.message,
@@ -1703,8 +1722,13 @@ mod tests {
             write_as(&Owner::Api, Some(&current), patch(), FieldValidation::Warn).unwrap();
         assert_eq!(warnings, vec!["unknown field \"spec.colour\"".to_string()]);
         assert!(out["spec"].get("colour").is_none(), "{out}");
-        let (_, warnings) =
-            write_as(&Owner::Api, Some(&current), patch(), FieldValidation::Ignore).unwrap();
+        let (_, warnings) = write_as(
+            &Owner::Api,
+            Some(&current),
+            patch(),
+            FieldValidation::Ignore,
+        )
+        .unwrap();
         assert!(warnings.is_empty());
     }
 
@@ -1714,7 +1738,10 @@ mod tests {
         let body = json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Installation",
             "metadata": {"name": "a"}, "spec": {"blueprint": {"ref": {"resourceName": "b"}}}});
         let err = change_as(&Owner::Api, &current, Change::Create(body.clone())).unwrap_err();
-        assert_eq!((err.code, err.reason), (StatusCode::CONFLICT, "AlreadyExists"));
+        assert_eq!(
+            (err.code, err.reason),
+            (StatusCode::CONFLICT, "AlreadyExists")
+        );
         assert_eq!(
             err.message,
             "installations.landscaper.gardener.cloud \"a\" already exists"
@@ -1722,7 +1749,11 @@ mod tests {
         // PUT needs the resourceVersion of a custom resource, and the current one.
         let err = change_as(&Owner::Api, &current, Change::Replace(body.clone())).unwrap_err();
         assert_eq!(err.code, StatusCode::UNPROCESSABLE_ENTITY);
-        assert!(err.message.contains("metadata.resourceVersion"), "{}", err.message);
+        assert!(
+            err.message.contains("metadata.resourceVersion"),
+            "{}",
+            err.message
+        );
         let mut stale = body.clone();
         stale["metadata"]["resourceVersion"] = json!("6");
         let err = change_as(&Owner::Api, &current, Change::Replace(stale)).unwrap_err();
@@ -1757,8 +1788,16 @@ mod tests {
         options.field_manager = "ci".into();
         let change = Change::Patch(PatchType::Apply, applied.clone());
         let desired = desired_object(&key, Some(&current), &change, &options, NOW).unwrap();
-        let (out, _) = admit_write(&key, Some(&current), desired, &Owner::Api, &change, &options, NOW)
-            .unwrap();
+        let (out, _) = admit_write(
+            &key,
+            Some(&current),
+            desired,
+            &Owner::Api,
+            &change,
+            &options,
+            NOW,
+        )
+        .unwrap();
         assert_eq!(out["spec"]["context"], "x");
         let managers: Vec<&str> = out["metadata"]["managedFields"]
             .as_array()
@@ -1766,7 +1805,10 @@ mod tests {
             .iter()
             .map(|m| m["manager"].as_str().unwrap())
             .collect();
-        assert!(managers.contains(&"ci") && managers.contains(&"test"), "{managers:?}");
+        assert!(
+            managers.contains(&"ci") && managers.contains(&"test"),
+            "{managers:?}"
+        );
         // Another applier of a field "test" owns, with another value: a conflict.
         let mut other = applied.clone();
         other["spec"]["blueprint"]["ref"]["resourceName"] = json!("z");
@@ -1774,7 +1816,11 @@ mod tests {
         let change = Change::Patch(PatchType::Apply, other);
         let err = desired_object(&key, Some(&out), &change, &options, NOW).unwrap_err();
         assert_eq!((err.code, err.reason), (StatusCode::CONFLICT, "Conflict"));
-        assert!(err.message.starts_with("Apply failed with"), "{}", err.message);
+        assert!(
+            err.message.starts_with("Apply failed with"),
+            "{}",
+            err.message
+        );
         assert_eq!(err.details["causes"][0]["reason"], "FieldManagerConflict");
         // Forced: taken over.
         options.force = true;
@@ -2057,6 +2103,9 @@ mod tests {
             .get(&ObjectKey::new(Kind::Installation, "default", "made"))
             .unwrap()
             .unwrap();
-        assert_eq!(made["spec"], json!({"blueprint": {"ref": {"resourceName": "b"}}}));
+        assert_eq!(
+            made["spec"],
+            json!({"blueprint": {"ref": {"resourceName": "b"}}})
+        );
     }
 }

@@ -171,3 +171,25 @@ impl HistoryEntry {
         self.phase.is_some() && self.phase != self.previous_phase
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_manifest_files_takeover_is_noted() {
+        let file = json!({"metadata": {"name": "f"}, "status": {"phase": "Applied",
+            "takenOver": [
+                {"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Installation",
+                    "namespace": "ns", "name": "a"},
+                {"apiVersion": "appliance.landscaper-appliance.io/v1alpha1", "kind": "Context",
+                    "name": "c"}]}});
+        assert_eq!(
+            taken_over(&file).as_deref(),
+            Some("Installation ns/a, Context c")
+        );
+        assert_eq!(taken_over(&json!({"status": {"takenOver": []}})), None);
+        assert_eq!(taken_over(&json!({"status": {}})), None);
+    }
+}

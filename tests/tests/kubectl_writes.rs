@@ -257,6 +257,26 @@ fn kubectl_writes_landscaper_objects() {
         "jsonpath={.metadata.managedFields[*].manager}",
     ]);
     assert!(managers.contains("kubectl-client-side-apply"), "{managers}");
+    // describe names the owner.
+    for (name, owner) in [
+        ("shop", "the API"),
+        ("from-file", "manifest file file.yaml"),
+    ] {
+        let output = daemon.cli(&["describe", "installation", name, "-n", NS]);
+        assert!(output.status.success(), "{}", text(&output));
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains(&format!("\nOwner: {owner}\n")),
+            "{}",
+            text(&output)
+        );
+    }
+    // So does the status page.
+    let (code, page) = daemon
+        .client()
+        .get(&format!("/ui/installations/{NS}/shop"), "text/html")
+        .unwrap();
+    let page = String::from_utf8_lossy(&page);
+    assert!(code == 200 && page.contains("Owned by the API."), "{page}");
     // Applying the same again changes nothing.
     let out = k.ok(&["apply", "-f", &target]);
     assert!(out.contains("unchanged"), "{out}");

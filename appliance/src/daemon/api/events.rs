@@ -707,6 +707,31 @@ mod tests {
     }
 
     #[test]
+    fn a_file_taking_over_api_objects_is_a_normal_event() {
+        let file = ObjectKey::new(Kind::ManifestFile, "", "shop.yaml");
+        let mut taken = entry(
+            9,
+            &file,
+            ChangeType::Modified,
+            (Some("Applied"), Some("Applied")),
+            None,
+        );
+        // Without the note, an unchanged phase is no event.
+        assert!(draft(&taken, &[]).is_none());
+        taken.taken_over = Some("Installation e2e/shop".into());
+        let event = draft(&taken, &[]).unwrap();
+        assert_eq!(event.reason, "TakenOver");
+        assert!(!event.warning);
+        assert_eq!(
+            event.message,
+            "took over Installation e2e/shop, created through the API: the file defines it now"
+        );
+        // Also when the file is new.
+        taken.change_type = ChangeType::Added;
+        assert_eq!(draft(&taken, &[]).unwrap().reason, "TakenOver");
+    }
+
+    #[test]
     fn names_are_stable_unique_and_parse_back() {
         let a = inst("a");
         let exec = ObjectKey::new(Kind::Execution, "e2e", "a");

@@ -1,5 +1,5 @@
 //! Reads of objects: `GET` of one object, `LIST` of a collection (all namespaces or one), and
-//! the dispatch of `?watch=true` to [`super::watch`]; `PATCH` and `DELETE` go to
+//! the dispatch of `?watch=true` to [`super::watch`]; `POST`, `PUT`, `PATCH` and `DELETE` go to
 //! [`super::write`], other verbs answer 405.
 //!
 //! Secrets are always redacted (authorisation comes later): every value of `data` becomes

@@ -158,10 +158,19 @@ pub fn owner_of(store: &Store, key: &ObjectKey, object: &Value) -> Result<Owner,
     if !api_writable(key.kind) {
         return Ok(Owner::Appliance);
     }
-    if let Some(path) = defining_file(store, key)? {
-        return Ok(Owner::File(path));
+    let files = store.list(Kind::ManifestFile, None, &LabelSelector::everything())?;
+    Ok(owner_among(&files.items, key, object))
+}
+
+/// [`owner_of`] given the `ManifestFile` objects (the status page and `describe` have them).
+pub fn owner_among(files: &[Value], key: &ObjectKey, object: &Value) -> Owner {
+    if !api_writable(key.kind) {
+        return Owner::Appliance;
     }
-    Ok(controlled_by(object).map_or(Owner::Api, Owner::Controller))
+    if let Some(path) = defining_file_among(files, key) {
+        return Owner::File(path);
+    }
+    controlled_by(object).map_or(Owner::Api, Owner::Controller)
 }
 
 /// `fieldValidation`: what happens to fields the kind does not have.
@@ -1108,7 +1117,15 @@ pub fn defining_file(
         return Ok(None);
     }
     let files = store.list(Kind::ManifestFile, None, &LabelSelector::everything())?;
-    Ok(files.items.iter().find_map(|file| {
+    Ok(defining_file_among(&files.items, key))
+}
+
+/// [`defining_file`] given the `ManifestFile` objects.
+fn defining_file_among(files: &[Value], key: &ObjectKey) -> Option<String> {
+    if key.kind == Kind::ManifestFile {
+        return None;
+    }
+    files.iter().find_map(|file| {
         let objects = file.pointer("/status/objects")?.as_array()?;
         objects.iter().any(|r| reference_is(r, key)).then(|| {
             file.pointer("/spec/path")
@@ -1116,7 +1133,7 @@ pub fn defining_file(
                 .unwrap_or_else(|| object::name(file))
                 .to_string()
         })
-    }))
+    })
 }
 
 fn reference_is(reference: &Value, key: &ObjectKey) -> bool {

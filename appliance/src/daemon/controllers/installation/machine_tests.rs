@@ -316,6 +316,7 @@ mod steps {
             time: NOW.into(),
             instant: NOW.parse().unwrap(),
             new_job_id: "job-new".into(),
+            ready_timeout: None,
         }
     }
 

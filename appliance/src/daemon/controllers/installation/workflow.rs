@@ -16,8 +16,10 @@
 //! condition).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use landscaper_store::model::ExtensionPlace;
+use landscaper_store::model::workflow::WORKFLOW_ANNOTATION;
 use landscaper_store::model::constants::SUBINSTALLATION_NAME_ANNOTATION;
 use landscaper_store::model::{
     Condition, FailurePolicy, Installation, InstallationSpec, Phase, WorkflowExtension,
@@ -292,6 +294,99 @@ pub fn aggregated_failure(job_id: &str, subs: &[Installation]) -> AggregatedErro
             })
             .collect(),
     }
+}
+
+/// The block a subinstallation carries as its own: the template's block, written by the parent
+/// into the subinstallation's [`WORKFLOW_ANNOTATION`] (JSON, which the annotation's YAML reads),
+/// so that the subinstallation evaluates its own ready and delete postconditions and applies
+/// the policies to its own children, as a root Installation does with its annotation. `None`
+/// without a block (the annotation is then removed, nothing else changes).
+pub fn template_annotation(template: &InstallationTemplate) -> Option<String> {
+    template
+        .appliance
+        .as_ref()
+        .filter(|b| !b.is_empty())
+        .and_then(|b| serde_json::to_string(b).ok())
+}
+
+/// What an installation's own postcondition (its block's `readyPostcondition` at the end of a
+/// job, `deletePostcondition` before its finalizer goes) says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Postcondition {
+    /// No such condition: Landscaper's behaviour.
+    Absent,
+    /// The result to record; whether the installation may go on (met).
+    Evaluated(ConditionResult),
+    /// A ready postcondition still false after the progressing timeout.
+    TimedOut(ConditionResult, Duration),
+}
+
+/// Evaluates the installation's own `kind` postcondition (from its [`WORKFLOW_ANNOTATION`]) over
+/// `imports` and `this` (`self`: `{status, exports}`). A ready postcondition that stays false
+/// longer than `timeout` since `since` (the start of the job's wait for its children) times
+/// out. An expression that does not compile or cannot be evaluated is an error naming the
+/// installation and the field.
+pub fn own_postcondition(
+    inst: &Installation,
+    kind: ConditionKind,
+    imports: &Value,
+    this: &Value,
+    timing: (&str, Option<&str>, Option<Duration>),
+) -> Result<Postcondition, String> {
+    let object = format!(
+        "Installation {}/{}",
+        inst.metadata.namespace.as_deref().unwrap_or_default(),
+        label(inst)
+    );
+    let field = format!("metadata.annotations[{WORKFLOW_ANNOTATION}]");
+    let block = WorkflowExtension::from_annotations(&inst.metadata)
+        .map_err(|e| format!("{object}: {}: {}", e.field, e.message))?;
+    let conditions = compile_block(&object, &field, ExtensionPlace::Installation, block.as_ref())
+        .map_err(|e| e.to_string())?;
+    let expression = match kind {
+        ConditionKind::ReadyPostcondition => conditions.ready_postcondition,
+        ConditionKind::DeletePostcondition => conditions.delete_postcondition,
+        _ => None,
+    };
+    let Some(expression) = expression else {
+        return Ok(Postcondition::Absent);
+    };
+    let objects = json!({});
+    let result = expression.evaluate(
+        kind,
+        Variables {
+            imports,
+            this,
+            objects: &objects,
+        },
+    );
+    if let ConditionResult::Error { message } = &result {
+        return Err(format!("{object}: {field}.{kind}: {message}"));
+    }
+    let (now, since, timeout) = timing;
+    if !result.is_met()
+        && let (Some(since), Some(timeout)) = (since, timeout)
+        && let (Ok(since), Ok(now)) = (since.parse::<jiff::Timestamp>(), now.parse::<jiff::Timestamp>())
+        && now
+            .duration_since(since)
+            .try_into()
+            .is_ok_and(|d: Duration| d >= timeout)
+    {
+        return Ok(Postcondition::TimedOut(result, timeout));
+    }
+    Ok(Postcondition::Evaluated(result))
+}
+
+/// Records the installation's own postcondition result under its plain type
+/// (`ReadyPostcondition`, `DeletePostcondition`) in `status.conditions`; whether it changed.
+pub fn record_own(
+    status: &mut landscaper_store::model::InstallationStatus,
+    kind: ConditionKind,
+    result: &ConditionResult,
+    now: &str,
+) -> bool {
+    let list = status.conditions.get_or_insert_with(Vec::new);
+    record_condition(list, kind.condition_type(), kind, result, now)
 }
 
 #[cfg(test)]

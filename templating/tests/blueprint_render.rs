@@ -945,7 +945,11 @@ fn an_invalid_workflow_condition_is_a_blueprint_error_when_loaded() {
     let bp = Blueprint::from_fs(
         BlueprintFs::new().with("blueprint.yaml", bp).with(
             "f.yaml",
-            file("fromfile", "appliance:\n  activationCondition: 'imports.on &&'\n").as_str(),
+            file(
+                "fromfile",
+                "appliance:\n  activationCondition: 'imports.on &&'\n",
+            )
+            .as_str(),
         ),
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -967,7 +971,8 @@ fn an_invalid_workflow_condition_is_a_blueprint_error_when_loaded() {
     // Rendering reports it too (the Installation's Init shows it in its lastError).
     let e = render_subinstallations(&bp, &Bindings::with_imports(Map::new())).unwrap_err();
     assert!(
-        e.to_string().contains("subinstallations[0].appliance.reconcilePrecondition"),
+        e.to_string()
+            .contains("subinstallations[0].appliance.reconcilePrecondition"),
         "{e}"
     );
 }

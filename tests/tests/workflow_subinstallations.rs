@@ -63,6 +63,26 @@ fn sub(name: &str, import: Option<&str>, appliance: &str) -> String {
 }
 
 fn sub_with(name: &str, imports: &[&str], phase: &str, appliance: &str) -> String {
+    sub_from(
+        name,
+        imports,
+        &SUB_BLUEPRINT.replace("PHASE", phase),
+        appliance,
+    )
+}
+
+/// A subinstallation whose mock item reports `Progressing` first and `Succeeded` on its next
+/// reconcile, so that its job takes a while.
+fn slow_sub(name: &str, appliance: &str) -> String {
+    sub_from(
+        name,
+        &[],
+        &SUB_BLUEPRINT.replace("phase: PHASE", "initialPhase: Progressing"),
+        appliance,
+    )
+}
+
+fn sub_from(name: &str, imports: &[&str], blueprint: &str, appliance: &str) -> String {
     let imports = if imports.is_empty() {
         String::new()
     } else {
@@ -74,7 +94,7 @@ fn sub_with(name: &str, imports: &[&str], phase: &str, appliance: &str) -> Strin
     };
     format!(
         "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: InstallationTemplate\nname: {name}\n{appliance}{imports}exports:\n  data:\n    - name: out\n      dataRef: x{name}\nblueprint:\n  filesystem:\n    blueprint.yaml: |\n{}",
-        indent(&SUB_BLUEPRINT.replace("PHASE", phase), 6)
+        indent(blueprint, 6)
     )
 }
 
@@ -350,4 +370,86 @@ fn continue_independent_finishes_the_independent_branch_of_a_diamond_whose_other
         "aggregated: {message}"
     );
     assert!(message.contains("b: "), "{message}");
+}
+
+/// The running subinstallations (their job not finished) of `list`, by template name.
+fn running(list: &[Value]) -> BTreeSet<String> {
+    list.iter()
+        .filter(|i| {
+            i["metadata"]["labels"]["landscaper.gardener.cloud/encompassed-by"] == "root"
+                && i["status"]["jobID"].is_string()
+                && i["status"]["jobID"] != i["status"]["jobIDFinished"]
+        })
+        .filter_map(|i| {
+            i["metadata"]["annotations"]["landscaper.gardener.cloud/subinstallation-name"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+#[test]
+fn max_concurrency_runs_at_most_that_many_subinstallations_at_once() {
+    // Issue 19, open point 6: three independent subinstallations under `maxConcurrency: 1`
+    // run one after the other (sampled while they run, and by their transition times).
+    let daemon = Daemon::start();
+    daemon.write(
+        "00-ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: wf}\n",
+    );
+    daemon.write("10-seed.yaml", &flag(true));
+    let subs = vec![
+        ("a", slow_sub("a", "")),
+        ("b", slow_sub("b", "")),
+        ("c", slow_sub("c", "")),
+    ];
+    daemon.write(
+        "20-root.yaml",
+        &root_with(
+            "    landscaper-appliance.io/workflow: |\n      maxConcurrency: 1\n",
+            &subs,
+            "  - name: flag\n    type: data\n    schema: {type: boolean}\n",
+            "      - name: flag\n        dataRef: flag\n",
+        ),
+    );
+    let mut seen_running: BTreeSet<String> = BTreeSet::new();
+    let mut most = 0;
+    let start = Instant::now();
+    let done = loop {
+        assert!(start.elapsed() < TIMEOUT, "root did not finish");
+        let list = installations(&daemon);
+        let now = running(&list);
+        most = most.max(now.len());
+        assert!(now.len() <= 1, "more than one running at once: {now:?}");
+        seen_running.extend(now);
+        if let Some(r) = list.iter().find(|i| i["metadata"]["name"] == "root")
+            && r["status"]["phase"] == "Succeeded"
+            && r["status"]["jobID"] == r["status"]["jobIDFinished"]
+        {
+            break list;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(most, 1, "a subinstallation was seen running");
+    assert_eq!(seen_running, set(&["a", "b", "c"]), "each was seen running");
+    // Their jobs do not overlap: each starts when (or after) the one before finished.
+    let mut spans: Vec<(String, String)> = done
+        .iter()
+        .filter(|i| i["metadata"]["labels"]["landscaper.gardener.cloud/encompassed-by"] == "root")
+        .map(|i| {
+            let t = &i["status"]["transitionTimes"];
+            (
+                t["initTime"].as_str().unwrap_or_default().to_string(),
+                t["finishedTime"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    spans.sort();
+    assert_eq!(spans.len(), 3, "{spans:?}");
+    for pair in spans.windows(2) {
+        assert!(
+            !pair[1].0.is_empty() && pair[1].0 >= pair[0].1,
+            "overlapping jobs: {spans:?}"
+        );
+    }
 }

@@ -311,8 +311,7 @@ fn check_block_names_the_field_relative_to_the_block() {
         check_block(ExtensionPlace::InstallationTemplate, Some(&bad)).unwrap_err();
     assert_eq!(field, "reconcilePrecondition");
     assert!(message.starts_with("invalid CEL expression: "), "{message}");
-    let policy: WorkflowExtension =
-        serde_json::from_value(json!({"maxConcurrency": 2})).unwrap();
+    let policy: WorkflowExtension = serde_json::from_value(json!({"maxConcurrency": 2})).unwrap();
     let (field, message) =
         check_block(ExtensionPlace::DeployItemTemplate, Some(&policy)).unwrap_err();
     assert_eq!(field, "maxConcurrency");

@@ -211,7 +211,11 @@ impl Reconciler for ExecutionReconciler {
                 None => None,
             };
             let imports = owner_imports(&snapshot, owner.as_ref());
-            Some((targets::target_reads(&snapshot, &execution)?, owner, imports))
+            Some((
+                targets::target_reads(&snapshot, &execution)?,
+                owner,
+                imports,
+            ))
         } else {
             None
         };

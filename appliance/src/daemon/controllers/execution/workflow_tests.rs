@@ -619,7 +619,11 @@ fn an_owned_execution_asks_its_installation_for_a_job_when_an_item_activates() {
 #[test]
 fn the_owning_installations_imports_reach_the_expressions() {
     let exec = execution(
-        vec![template("a", &[], precondition("imports.monitoring == true"))],
+        vec![template(
+            "a",
+            &[],
+            precondition("imports.monitoring == true"),
+        )],
         Phase::Progressing,
     );
     let with = |flag: bool| {
@@ -633,7 +637,10 @@ fn the_owning_installations_imports_reach_the_expressions() {
     assert_eq!(c.status, "True");
     let step = run(&exec, &with(false));
     assert!(created(&step).is_empty());
-    assert_eq!(exec_condition(&step, "a/ReconcilePrecondition").status, "False");
+    assert_eq!(
+        exec_condition(&step, "a/ReconcilePrecondition").status,
+        "False"
+    );
 }
 
 #[test]

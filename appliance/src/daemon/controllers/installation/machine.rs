@@ -25,12 +25,12 @@ use super::dataflow::{
     predecessor_cycle, subinstallation_object,
 };
 use super::workflow;
-use landscaper_workflow::conditions::ConditionKind;
 use crate::daemon::controllers::jobs::{
     add_finalizer, is_deletion_phase, is_final, is_finished, remove_finalizer, set_annotation,
     with_status,
 };
 use crate::daemon::controllers::lserror::{LsError, PhaseError, updated_error};
+use landscaper_workflow::conditions::ConditionKind;
 
 /// What to do before (or instead of) running the phases, in Landscaper's order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1743,14 +1743,27 @@ fn phase_completing(
             workflow::record_own(&mut s, ConditionKind::ReadyPostcondition, &r, &now.time);
         }
         workflow::Postcondition::Evaluated(r) => {
-            workflow::record_own(error_status, ConditionKind::ReadyPostcondition, &r, &now.time);
+            workflow::record_own(
+                error_status,
+                ConditionKind::ReadyPostcondition,
+                &r,
+                &now.time,
+            );
             return Err(PhaseError::Normal(
-                unfinished(OP, format!("waiting for the readyPostcondition: {}", r.message()))
-                    .with_code(ERR_FOR_INFO_ONLY),
+                unfinished(
+                    OP,
+                    format!("waiting for the readyPostcondition: {}", r.message()),
+                )
+                .with_code(ERR_FOR_INFO_ONLY),
             ));
         }
         workflow::Postcondition::TimedOut(r, timeout) => {
-            workflow::record_own(error_status, ConditionKind::ReadyPostcondition, &r, &now.time);
+            workflow::record_own(
+                error_status,
+                ConditionKind::ReadyPostcondition,
+                &r,
+                &now.time,
+            );
             return Err(PhaseError::Fatal(LsError::new(
                 OP,
                 "ReadyPostconditionTimeout",

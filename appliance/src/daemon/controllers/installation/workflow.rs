@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use landscaper_store::model::ExtensionPlace;
-use landscaper_store::model::workflow::WORKFLOW_ANNOTATION;
 use landscaper_store::model::constants::SUBINSTALLATION_NAME_ANNOTATION;
+use landscaper_store::model::workflow::WORKFLOW_ANNOTATION;
 use landscaper_store::model::{
     Condition, FailurePolicy, Installation, InstallationSpec, Phase, WorkflowExtension,
 };
@@ -341,8 +341,13 @@ pub fn own_postcondition(
     let field = format!("metadata.annotations[{WORKFLOW_ANNOTATION}]");
     let block = WorkflowExtension::from_annotations(&inst.metadata)
         .map_err(|e| format!("{object}: {}: {}", e.field, e.message))?;
-    let conditions = compile_block(&object, &field, ExtensionPlace::Installation, block.as_ref())
-        .map_err(|e| e.to_string())?;
+    let conditions = compile_block(
+        &object,
+        &field,
+        ExtensionPlace::Installation,
+        block.as_ref(),
+    )
+    .map_err(|e| e.to_string())?;
     let expression = match kind {
         ConditionKind::ReadyPostcondition => conditions.ready_postcondition,
         ConditionKind::DeletePostcondition => conditions.delete_postcondition,
@@ -366,7 +371,10 @@ pub fn own_postcondition(
     let (now, since, timeout) = timing;
     if !result.is_met()
         && let (Some(since), Some(timeout)) = (since, timeout)
-        && let (Ok(since), Ok(now)) = (since.parse::<jiff::Timestamp>(), now.parse::<jiff::Timestamp>())
+        && let (Ok(since), Ok(now)) = (
+            since.parse::<jiff::Timestamp>(),
+            now.parse::<jiff::Timestamp>(),
+        )
         && now
             .duration_since(since)
             .try_into()

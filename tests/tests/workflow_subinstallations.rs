@@ -463,7 +463,10 @@ fn max_concurrency_runs_at_most_that_many_subinstallations_at_once() {
     spans.sort();
     assert_eq!(spans.len(), 3, "{spans:?} from {events:#?}");
     for s in &spans {
-        assert!(s.0 < s.1 && s.1 != 0, "a job from Init to Succeeded: {spans:?}");
+        assert!(
+            s.0 < s.1 && s.1 != 0,
+            "a job from Init to Succeeded: {spans:?}"
+        );
     }
     for pair in spans.windows(2) {
         assert!(
@@ -471,4 +474,135 @@ fn max_concurrency_runs_at_most_that_many_subinstallations_at_once() {
             "overlapping jobs under maxConcurrency 1: {spans:?}"
         );
     }
+}
+
+/// A root Installation running the mock blueprint, importing `import` (if any) as `in`,
+/// exporting `out` as `export`, with `annotations` (indented lines).
+fn plain_root(name: &str, annotations: &str, import: Option<&str>, export: &str) -> String {
+    let imports = import
+        .map(|i| format!("  imports:\n    data:\n      - name: in\n        dataRef: {i}\n"))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Installation
+metadata:
+  name: {name}
+  namespace: wf
+  annotations:
+    landscaper.gardener.cloud/operation: reconcile
+{annotations}spec:
+{imports}  exports:
+    data:
+      - name: out
+        dataRef: {export}
+  blueprint:
+    inline:
+      filesystem:
+        blueprint.yaml: |
+{}",
+        indent(&SUB_BLUEPRINT.replace("PHASE", "Succeeded"), 10)
+    )
+}
+
+/// The revision of the newest event of `name` with `reason`.
+fn event_revision(daemon: &Daemon, name: &str, reason: &str) -> Option<u64> {
+    daemon
+        .get_json("/api/v1/namespaces/wf/events")?
+        .get("items")?
+        .as_array()?
+        .iter()
+        .filter(|e| e["involvedObject"]["name"] == name && e["reason"] == reason)
+        .filter_map(|e| e["metadata"]["resourceVersion"].as_str()?.parse().ok())
+        .max()
+}
+
+#[test]
+fn a_ready_postcondition_holds_back_the_successors_until_it_holds() {
+    // Issue 19, open points 3 and 4: an Installation's own ready postcondition (a root's
+    // annotation; a subinstallation gets its template's block the same way) keeps its job
+    // open, so that its successor waits; once it holds, the job ends and the successor runs.
+    let daemon = Daemon::start();
+    daemon.write(
+        "00-ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: wf}\n",
+    );
+    let block = |expr: &str| {
+        format!("    landscaper-appliance.io/workflow: |\n      readyPostcondition: \"{expr}\"\n")
+    };
+    daemon.write(
+        "10-exporter.yaml",
+        &plain_root(
+            "exporter",
+            &block("self.exports.out == 'ready'"),
+            None,
+            "xr",
+        ),
+    );
+    daemon.write(
+        "20-importer.yaml",
+        &plain_root("importer", "", Some("xr"), "xi"),
+    );
+    let get = |name: &str| daemon.get_json(&format!("{LS}/installations/{name}"));
+    let waiting = eventually(
+        TIMEOUT,
+        "the exporter waits for its ready postcondition",
+        || {
+            get("exporter").filter(|e| {
+                e["status"]["phase"] == "Completing"
+                    && condition(e, "ReadyPostcondition").is_some_and(|c| c["status"] == "False")
+            })
+        },
+    );
+    let message = waiting["status"]["lastError"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("waiting for the readyPostcondition"),
+        "{message}"
+    );
+    // The successor has not run (it waits for its predecessor), and the export is not there.
+    std::thread::sleep(Duration::from_secs(2));
+    let importer = get("importer").expect("the importer");
+    assert_ne!(importer["status"]["phase"], "Succeeded", "{importer}");
+    assert!(get("exporter").is_some_and(|e| e["status"]["phase"] == "Completing"));
+    assert!(daemon.get_json(&format!("{LS}/dataobjects/xr")).is_none());
+
+    // The condition is changed to one that holds: the exporter's job ends, then the importer's.
+    daemon.write(
+        "10-exporter.yaml",
+        &plain_root("exporter", &block("self.exports.out == 'v'"), None, "xr"),
+    );
+    let exporter = eventually(TIMEOUT, "the exporter succeeded", || {
+        get("exporter").filter(|e| {
+            e["status"]["phase"] == "Succeeded"
+                && condition(e, "ReadyPostcondition").is_some_and(|c| c["status"] == "True")
+        })
+    });
+    assert_eq!(
+        condition(&exporter, "ReadyPostcondition").unwrap()["reason"],
+        "ConditionMet"
+    );
+    eventually(TIMEOUT, "the importer succeeded", || {
+        get("importer").filter(|i| i["status"]["phase"] == "Succeeded")
+    });
+    let exported = event_revision(&daemon, "exporter", "Succeeded").expect("exporter event");
+    let started = event_revision(&daemon, "importer", "Progressing").expect("importer event");
+    assert!(
+        started > exported,
+        "the importer ran after the exporter was ready ({started} > {exported})"
+    );
+    // The condition results are events.
+    let events = daemon
+        .get_json("/api/v1/namespaces/wf/events")
+        .and_then(|l| l["items"].as_array().cloned())
+        .unwrap_or_default();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["involvedObject"]["name"] == "exporter"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("ReadyPostcondition False"))),
+        "{events:#?}"
+    );
 }

@@ -309,6 +309,55 @@ pub fn template_annotation(template: &InstallationTemplate) -> Option<String> {
         .and_then(|b| serde_json::to_string(b).ok())
 }
 
+/// The admission check of an Installation's own block (manifest files): it must fit an
+/// Installation and every condition must compile. A reconcile precondition or activation
+/// condition is decided by a parent about its subinstallations: on an Installation of its own
+/// (a root) nothing could decide it, so it is refused there. `Err((field, message))`, the
+/// message naming the Installation and the field.
+pub fn check_admission(inst: &Installation) -> Result<(), (String, String)> {
+    let field = format!("metadata.annotations[{WORKFLOW_ANNOTATION}]");
+    let object = format!(
+        "Installation {}/{}",
+        inst.metadata.namespace.as_deref().unwrap_or_default(),
+        label(inst)
+    );
+    let block = WorkflowExtension::from_annotations(&inst.metadata).map_err(|e| {
+        (
+            e.field.clone(),
+            format!("{object}: {}: {}", e.field, e.message),
+        )
+    })?;
+    let Some(block) = block else {
+        return Ok(());
+    };
+    let is_root =
+        inst.metadata.labels.as_ref().is_none_or(|l| {
+            !l.contains_key(landscaper_store::model::constants::ENCOMPASSED_BY_LABEL)
+        });
+    for (set, kind) in [
+        (
+            block.reconcile_precondition.is_some(),
+            ConditionKind::ReconcilePrecondition,
+        ),
+        (
+            block.activation_condition.is_some(),
+            ConditionKind::ActivationCondition,
+        ),
+    ] {
+        if set && is_root {
+            return Err((
+                field.clone(),
+                format!(
+                    "{object}: {field}.{kind}: Forbidden: a root Installation has no parent to decide on it; put it on a subinstallation template (readyPostcondition, deletePostcondition, failurePolicy and maxConcurrency apply here)"
+                ),
+            ));
+        }
+    }
+    compile_block(&object, &field, ExtensionPlace::Installation, Some(&block))
+        .map(|_| ())
+        .map_err(|e| (field, e.to_string()))
+}
+
 /// What an installation's own postcondition (its block's `readyPostcondition` at the end of a
 /// job, `deletePostcondition` before its finalizer goes) says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -460,6 +509,134 @@ mod tests {
             template("c", &["y"], &[], None),
             template("d", &[], &[], None),
         ]
+    }
+
+    #[test]
+    fn admission_compiles_a_roots_block_and_refuses_what_only_a_parent_decides() {
+        let with = |yaml: &str| {
+            let mut i = Installation::default();
+            i.metadata.name = Some("root".into());
+            i.metadata.namespace = Some("ns".into());
+            i.metadata.annotations =
+                Some([(WORKFLOW_ANNOTATION.to_string(), yaml.to_string())].into());
+            i
+        };
+        assert!(check_admission(&Installation::default()).is_ok());
+        assert!(
+            check_admission(&with(
+                "readyPostcondition: self.exports.ok
+maxConcurrency: 2
+"
+            ))
+            .is_ok()
+        );
+        let (field, message) = check_admission(&with(
+            "readyPostcondition: 'self.('
+",
+        ))
+        .unwrap_err();
+        assert_eq!(
+            field,
+            "metadata.annotations[landscaper-appliance.io/workflow]"
+        );
+        assert!(
+            message.contains("Installation ns/root")
+                && message.contains("workflow].readyPostcondition: invalid CEL expression"),
+            "{message}"
+        );
+        let (_, message) = check_admission(&with(
+            "reconcilePrecondition: 'true'
+",
+        ))
+        .unwrap_err();
+        assert!(
+            message.contains("reconcilePrecondition: Forbidden"),
+            "{message}"
+        );
+        let (_, message) = check_admission(&with(
+            "activationCondition: 'true'
+",
+        ))
+        .unwrap_err();
+        assert!(
+            message.contains("activationCondition: Forbidden"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn own_postconditions_are_evaluated_and_time_out() {
+        let mut i = Installation::default();
+        i.metadata.name = Some("a".into());
+        i.metadata.annotations = Some(
+            [(
+                WORKFLOW_ANNOTATION.to_string(),
+                "readyPostcondition: imports.on\n".to_string(),
+            )]
+            .into(),
+        );
+        let this = json!({});
+        let timing = ("2030-01-01T00:10:00Z", Some("2030-01-01T00:00:00Z"), None);
+        let r = own_postcondition(
+            &i,
+            ConditionKind::ReadyPostcondition,
+            &json!({"on": true}),
+            &this,
+            timing,
+        )
+        .unwrap();
+        assert!(
+            matches!(r, Postcondition::Evaluated(ref r) if r.is_met()),
+            "{r:?}"
+        );
+        let r = own_postcondition(
+            &i,
+            ConditionKind::ReadyPostcondition,
+            &json!({"on": false}),
+            &this,
+            timing,
+        )
+        .unwrap();
+        assert!(
+            matches!(r, Postcondition::Evaluated(ref r) if !r.is_met()),
+            "{r:?}"
+        );
+        let short = (timing.0, timing.1, Some(Duration::from_secs(60)));
+        let r = own_postcondition(
+            &i,
+            ConditionKind::ReadyPostcondition,
+            &json!({"on": false}),
+            &this,
+            short,
+        )
+        .unwrap();
+        assert!(
+            matches!(r, Postcondition::TimedOut(_, d) if d.as_secs() == 60),
+            "{r:?}"
+        );
+        // No delete postcondition: Landscaper's behaviour.
+        let r = own_postcondition(
+            &i,
+            ConditionKind::DeletePostcondition,
+            &json!({}),
+            &this,
+            timing,
+        )
+        .unwrap();
+        assert_eq!(r, Postcondition::Absent);
+        // Unevaluable: an error naming the installation and the field.
+        let e = own_postcondition(
+            &i,
+            ConditionKind::ReadyPostcondition,
+            &json!({}),
+            &this,
+            timing,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("Installation /a") && e.contains("readyPostcondition"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -606,3 +606,78 @@ fn a_ready_postcondition_holds_back_the_successors_until_it_holds() {
         "{events:#?}"
     );
 }
+
+#[test]
+fn a_subinstallation_evaluates_the_ready_postcondition_of_its_template() {
+    // The template's block goes with the subinstallation (its annotation); the subinstallation
+    // records its own ReadyPostcondition, and its successor runs after it is ready.
+    let daemon = Daemon::start();
+    daemon.write(
+        "00-ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: wf}\n",
+    );
+    daemon.write("10-seed.yaml", &flag(true));
+    let subs = vec![
+        (
+            "a",
+            sub(
+                "a",
+                None,
+                "appliance:\n  readyPostcondition: \"self.exports.out == 'v'\"\n",
+            ),
+        ),
+        ("b", sub("b", Some("xa"), "")),
+    ];
+    daemon.write(
+        "20-root.yaml",
+        &root_with(
+            "",
+            &subs,
+            "  - name: flag\n    type: data\n    schema: {type: boolean}\n",
+            "      - name: flag\n        dataRef: flag\n",
+        ),
+    );
+    eventually(TIMEOUT, "root succeeded", || {
+        root_object(&daemon).filter(|r| {
+            r["status"]["phase"] == "Succeeded"
+                && r["status"]["jobID"] == r["status"]["jobIDFinished"]
+        })
+    });
+    let by_template = |name: &str| {
+        installations(&daemon).into_iter().find(|i| {
+            i["metadata"]["annotations"]["landscaper.gardener.cloud/subinstallation-name"] == name
+        })
+    };
+    let a = by_template("a").expect("a");
+    assert_eq!(
+        a["metadata"]["annotations"]["landscaper-appliance.io/workflow"],
+        r#"{"readyPostcondition":"self.exports.out == 'v'"}"#
+    );
+    let c = condition(&a, "ReadyPostcondition").expect("recorded on a");
+    assert_eq!(
+        (c["status"].as_str(), c["reason"].as_str()),
+        (Some("True"), Some("ConditionMet"))
+    );
+    let b = by_template("b").expect("b");
+    assert!(condition(&b, "ReadyPostcondition").is_none(), "{b}");
+    assert!(
+        b["metadata"]["annotations"]
+            .get("landscaper-appliance.io/workflow")
+            .is_none(),
+        "no block, no annotation: {b}"
+    );
+    let a_name = a["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let b_name = b["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let ready = event_revision(&daemon, &a_name, "Succeeded").expect("a's event");
+    let started = event_revision(&daemon, &b_name, "Progressing").expect("b's event");
+    assert!(
+        started > ready,
+        "b ran after a was ready ({started} > {ready})"
+    );
+}

@@ -2091,6 +2091,18 @@ mod tests {
             };
             let new = r#"{"apiVersion":"landscaper.gardener.cloud/v1alpha1","kind":"Installation",
                 "metadata":{"name":"made"},"spec":{"blueprint":{"ref":{"resourceName":"b"}},"colour":1}}"#;
+            // A dry run answers as if stored and stores nothing.
+            let (code, answer) = raw(
+                &server,
+                &format!(
+                    "POST {path}?dryRun=All HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\n\
+                     Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{new}",
+                    new.len()
+                ),
+            );
+            assert_eq!(code, 201, "{answer}");
+            assert!(answer.contains(r#""uid":"#) && answer.contains(r#""generation":1"#), "{answer}");
+            assert_eq!(api_code(client.get_json(&format!("{path}/made"))).0, 404);
             let (code, answer) = post(new);
             assert_eq!(code, 201, "{answer}");
             assert!(

@@ -218,17 +218,76 @@ fn normalize(schema: Value, definitions: &Map<String, Value>) -> Value {
                     map.remove("maximum");
                 }
             }
-            let map: Map<String, Value> = map
+            if let Some(Value::String(text)) = map.get("description") {
+                let text = unwrap_lines(text);
+                map.insert("description".into(), Value::String(text));
+            }
+            let mut map: Map<String, Value> = map
                 .into_iter()
                 .map(|(key, value)| {
                     let value = normalize_member(&key, value, definitions);
                     (key, value)
                 })
                 .collect();
+            // Enums: `oneOf` string constants (variants with doc comments) as one string enum;
+            // other alternatives (untagged enums) have no structural form: free-form.
+            for key in ["oneOf", "anyOf"] {
+                let Some(Value::Array(alternatives)) = map.get(key) else {
+                    continue;
+                };
+                let constants: Option<Vec<Value>> = alternatives
+                    .iter()
+                    .map(|a| {
+                        if a.get("type") != Some(&json!("string")) {
+                            return None;
+                        }
+                        match (a.get("const"), a.get("enum")) {
+                            (Some(c), _) => Some(vec![c.clone()]),
+                            (None, Some(Value::Array(values))) => Some(values.clone()),
+                            _ => None,
+                        }
+                    })
+                    .collect::<Option<Vec<Vec<Value>>>>()
+                    .map(|v| v.into_iter().flatten().collect());
+                map.remove(key);
+                match constants {
+                    Some(values) => {
+                        map.insert("type".into(), json!("string"));
+                        map.insert("enum".into(), Value::Array(values));
+                    }
+                    None => {
+                        map.insert(PRESERVE_UNKNOWN.into(), json!(true));
+                    }
+                }
+            }
+            // A map of free-form values is a free-form object in Landscaper's CRDs (and
+            // structural schemas allow no `additionalProperties` beside
+            // `x-kubernetes-preserve-unknown-fields`).
+            if map.get("type") == Some(&json!("object"))
+                && map.get("additionalProperties") == Some(&json!({ PRESERVE_UNKNOWN: true }))
+            {
+                map.remove("additionalProperties");
+                map.insert(PRESERVE_UNKNOWN.into(), json!(true));
+            }
             Value::Object(map)
         }
         other => other,
     }
+}
+
+/// A doc comment's text as one paragraph per blank-line-separated block: the line breaks of
+/// the source are not the description's.
+fn unwrap_lines(text: &str) -> String {
+    text.split("\n\n")
+        .map(|paragraph| {
+            paragraph
+                .lines()
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// Normalises the schemas inside one member of a schema object.

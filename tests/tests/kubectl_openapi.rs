@@ -1,5 +1,5 @@
 //! End-to-end: the real `kubectl` (1.34) over the kubeconfig the daemon writes, using the
-//! OpenAPI documents (`/openapi/v3`): `explain` of every kind and of nested fields, the
+//! OpenAPI documents (`/openapi/v3`, and `/openapi/v2` as protobuf): `explain` of every kind and of nested fields, the
 //! validation decision of `apply` (kubectl leaves it to the server, as with kube-apiserver's
 //! custom resources, because the PATCH operations take `fieldValidation`), and `kubectl wait`
 //! on the conditions the workflow records (issue 19) and on the phase.
@@ -131,6 +131,18 @@ fn kubectl_explains_every_kind_and_nested_fields() {
     assert!(out.contains("ManagedFieldsEntry"), "{out}");
     let out = kubectl.ok(&["explain", "configmap.data"]);
     assert!(out.contains("FIELD: data <map[string]string>"), "{out}");
+    // The v2 document, which client-go reads as protobuf only.
+    let out = kubectl.ok(&[
+        "explain",
+        "installation.spec.imports.targets",
+        "--output",
+        "plaintext-openapiv2",
+    ]);
+    assert!(out.contains("KIND:     Installation"), "{out}");
+    assert!(out.contains("RESOURCE: targets <[]Object>"), "{out}");
+    assert!(out.contains("targetMapRef\t<string>"), "{out}");
+    let out = kubectl.ok(&["explain", "secret", "--output", "plaintext-openapiv2"]);
+    assert!(out.contains("KIND:     Secret"), "{out}");
     // A field that does not exist is kubectl's own error.
     let (ok, _, err) = kubectl.run(&["explain", "installation.spec.blueprnt"]);
     assert!(!ok);

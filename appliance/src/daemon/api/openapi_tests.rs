@@ -307,7 +307,7 @@ fn every_served_kind_is_in_its_group_versions_document_with_patch_and_field_vali
 }
 
 #[tokio::test]
-async fn documents_are_served_by_hash_and_refused_as_protobuf() {
+async fn documents_are_served_by_hash_and_v2_as_protobuf_too() {
     let index = v3_index(HeaderMap::new()).await.unwrap();
     let body = axum::body::to_bytes(index.into_body(), usize::MAX)
         .await
@@ -344,7 +344,19 @@ async fn documents_are_served_by_hash_and_refused_as_protobuf() {
         header::ACCEPT,
         HeaderValue::from_static("application/com.github.proto-openapi.spec.v2@v1.0+protobuf"),
     );
-    let refused = v2(protobuf).await.unwrap_err().into_response();
+    let answer = v2(protobuf.clone()).await.unwrap();
+    assert_eq!(answer.headers()[header::CONTENT_TYPE], V2_PROTOBUF[1]);
+    let body = axum::body::to_bytes(answer.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    // Document{swagger = 1: "2.0", ...}
+    assert_eq!(&body[..5], &[0x0a, 3, b'2', b'.', b'0']);
+    // v3 documents are JSON only.
+    let refused = v3_index(protobuf).await.unwrap_err().into_response();
+    assert_eq!(refused.status(), StatusCode::NOT_ACCEPTABLE);
+    let mut yaml = HeaderMap::new();
+    yaml.insert(header::ACCEPT, HeaderValue::from_static("application/yaml"));
+    let refused = v2(yaml).await.unwrap_err().into_response();
     assert_eq!(refused.status(), StatusCode::NOT_ACCEPTABLE);
     let mut json_too = HeaderMap::new();
     json_too.insert(

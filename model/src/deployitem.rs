@@ -9,6 +9,8 @@ use super::shared::{
     Condition, Error, ObjectReference, OnDeleteConfig, Phase, TransitionTimes, some_value,
 };
 
+/// A DeployItem: one unit of deployment (a helm chart, manifests, a container, a mock) run by
+/// the deployer of its `type` against its Target.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeployItem {
@@ -24,6 +26,7 @@ pub struct DeployItem {
     pub status: Option<DeployItemStatus>,
 }
 
+/// The desired state of a DeployItem: its type, Target and provider configuration.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeployItemSpec {
@@ -50,6 +53,7 @@ pub struct DeployItemSpec {
     pub on_delete: Option<OnDeleteConfig>,
 }
 
+/// `status` of a DeployItem. Written by the deployers in Landscaper's shape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeployItemStatus {

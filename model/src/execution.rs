@@ -12,6 +12,8 @@ use super::shared::{
 };
 use super::workflow::WorkflowExtension;
 
+/// An Execution: the deploy items an Installation's blueprint renders, run in the order of
+/// their dependencies.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Execution {
@@ -27,6 +29,7 @@ pub struct Execution {
     pub status: Option<ExecutionStatus>,
 }
 
+/// The desired state of an Execution: its deploy item templates.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionSpec {
@@ -78,6 +81,7 @@ pub struct DeployItemTemplate {
     pub appliance: Option<WorkflowExtension>,
 }
 
+/// `status` of an Execution. Written by the controllers in Landscaper's shape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionStatus {

@@ -12,6 +12,8 @@ use super::shared::{
     TransitionTimes, some_value,
 };
 
+/// An Installation: one instance of a blueprint, with its imports and exports; the
+/// Installation controller runs it as an Execution and subinstallations.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Installation {
@@ -27,6 +29,7 @@ pub struct Installation {
     pub status: Option<InstallationStatus>,
 }
 
+/// The desired state of an Installation: its blueprint, component, imports and exports.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstallationSpec {

@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::meta::ObjectMeta;
 
+/// A manifest file the appliance ingested from its watched folder, with the objects it
+/// defines and its errors (an appliance kind).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestFile {

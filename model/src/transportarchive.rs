@@ -15,6 +15,8 @@ pub const TRANSPORT_ARCHIVE_READY: &str = "Ready";
 /// `status.phase` of an archive that could not be read (`status.lastError` says why).
 pub const TRANSPORT_ARCHIVE_FAILED: &str = "Failed";
 
+/// A transport archive (a common transport format of component versions) the appliance
+/// imported (an appliance kind).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TransportArchive {

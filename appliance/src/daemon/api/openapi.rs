@@ -16,9 +16,9 @@
 //! The PATCH operations name the `fieldValidation` parameter, as kube-apiserver's do: kubectl
 //! then leaves the validation of `apply`/`create`/`replace` to the server (it sends
 //! `fieldValidation=Strict` for `--validate=strict`, the default) instead of validating
-//! client-side against the protobuf v2 document. Protobuf (`application/com.github.proto-openapi.*`)
-//! is not served: a request that accepts only protobuf gets 406, as kube-apiserver answers an
-//! unsupported type.
+//! client-side against the v2 document. The v2 document is served as JSON and as gnostic
+//! protobuf ([`protobuf`]), which is what client-go asks for (`kubectl explain --output
+//! plaintext-openapiv2`); v3 documents as JSON. Other media types get 406.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -218,17 +218,76 @@ fn normalize(schema: Value, definitions: &Map<String, Value>) -> Value {
                     map.remove("maximum");
                 }
             }
-            let map: Map<String, Value> = map
+            if let Some(Value::String(text)) = map.get("description") {
+                let text = unwrap_lines(text);
+                map.insert("description".into(), Value::String(text));
+            }
+            let mut map: Map<String, Value> = map
                 .into_iter()
                 .map(|(key, value)| {
                     let value = normalize_member(&key, value, definitions);
                     (key, value)
                 })
                 .collect();
+            // Enums: `oneOf` string constants (variants with doc comments) as one string enum;
+            // other alternatives (untagged enums) have no structural form: free-form.
+            for key in ["oneOf", "anyOf"] {
+                let Some(Value::Array(alternatives)) = map.get(key) else {
+                    continue;
+                };
+                let constants: Option<Vec<Value>> = alternatives
+                    .iter()
+                    .map(|a| {
+                        if a.get("type") != Some(&json!("string")) {
+                            return None;
+                        }
+                        match (a.get("const"), a.get("enum")) {
+                            (Some(c), _) => Some(vec![c.clone()]),
+                            (None, Some(Value::Array(values))) => Some(values.clone()),
+                            _ => None,
+                        }
+                    })
+                    .collect::<Option<Vec<Vec<Value>>>>()
+                    .map(|v| v.into_iter().flatten().collect());
+                map.remove(key);
+                match constants {
+                    Some(values) => {
+                        map.insert("type".into(), json!("string"));
+                        map.insert("enum".into(), Value::Array(values));
+                    }
+                    None => {
+                        map.insert(PRESERVE_UNKNOWN.into(), json!(true));
+                    }
+                }
+            }
+            // A map of free-form values is a free-form object in Landscaper's CRDs (and
+            // structural schemas allow no `additionalProperties` beside
+            // `x-kubernetes-preserve-unknown-fields`).
+            if map.get("type") == Some(&json!("object"))
+                && map.get("additionalProperties") == Some(&json!({ PRESERVE_UNKNOWN: true }))
+            {
+                map.remove("additionalProperties");
+                map.insert(PRESERVE_UNKNOWN.into(), json!(true));
+            }
             Value::Object(map)
         }
         other => other,
     }
+}
+
+/// A doc comment's text as one paragraph per blank-line-separated block: the line breaks of
+/// the source are not the description's.
+fn unwrap_lines(text: &str) -> String {
+    text.split("\n\n")
+        .map(|paragraph| {
+            paragraph
+                .lines()
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 /// Normalises the schemas inside one member of a schema object.
@@ -798,6 +857,7 @@ pub fn v3_path(gv: GroupVersion) -> String {
 /// The serialised documents, built once.
 pub struct Documents {
     v2: Vec<u8>,
+    v2_protobuf: Vec<u8>,
     /// v3 path → (hash, bytes).
     v3: BTreeMap<String, (String, Vec<u8>)>,
 }
@@ -805,7 +865,9 @@ pub struct Documents {
 impl Documents {
     fn build() -> Documents {
         let all = definitions();
-        let v2 = serde_json::to_vec(&v2_document(&all)).unwrap_or_default();
+        let v2_json = v2_document(&all);
+        let v2 = serde_json::to_vec(&v2_json).unwrap_or_default();
+        let v2_protobuf = protobuf::encode(&v2_json);
         let v3 = served_group_versions()
             .into_iter()
             .map(|gv| {
@@ -813,7 +875,11 @@ impl Documents {
                 (v3_path(gv), (content_hash(&bytes), bytes))
             })
             .collect();
-        Documents { v2, v3 }
+        Documents {
+            v2,
+            v2_protobuf,
+            v3,
+        }
     }
 
     /// The v3 index (`/openapi/v3`), with each document's hash in its URL.
@@ -842,24 +908,51 @@ fn content_hash(bytes: &[u8]) -> String {
 
 static DOCUMENTS: LazyLock<Documents> = LazyLock::new(Documents::build);
 
-/// Whether `headers` accept JSON (no `Accept`, `*/*`, `application/*`, `application/json`).
-fn accepts_json(headers: &HeaderMap) -> bool {
+/// The v2 protobuf media types (kube-openapi serves both spellings).
+const V2_PROTOBUF: [&str; 2] = [
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+];
+
+/// The form a request gets, by the first acceptable entry of its `Accept` header (no header:
+/// JSON); `None` when nothing offered is acceptable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Json,
+    Protobuf,
+}
+
+fn form(headers: &HeaderMap, protobuf: bool) -> Option<Form> {
     let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else {
-        return true;
+        return Some(Form::Json);
     };
-    accept.split(',').any(|part| {
+    accept.split(',').find_map(|part| {
         let media = part.split(';').next().unwrap_or_default().trim();
-        matches!(media, "" | "*/*" | "application/*" | "application/json")
+        match media {
+            "" | "*/*" | "application/*" | "application/json" => Some(Form::Json),
+            m if protobuf && V2_PROTOBUF.contains(&m) => Some(Form::Protobuf),
+            _ => None,
+        }
     })
 }
 
+fn accepts_json(headers: &HeaderMap) -> bool {
+    form(headers, false) == Some(Form::Json)
+}
+
 fn document_response(bytes: &[u8], etag: Option<&str>, immutable: bool) -> Response {
+    typed_document_response(bytes, "application/json", etag, immutable)
+}
+
+fn typed_document_response(
+    bytes: &[u8],
+    content_type: &'static str,
+    etag: Option<&str>,
+    immutable: bool,
+) -> Response {
     let mut response = bytes.to_vec().into_response();
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     if let Some(etag) = etag.and_then(|e| HeaderValue::from_str(&format!("\"{e}\"")).ok()) {
         headers.insert(header::ETAG, etag);
     }
@@ -874,29 +967,41 @@ fn document_response(bytes: &[u8], etag: Option<&str>, immutable: bool) -> Respo
     response
 }
 
-fn not_acceptable() -> ApiError {
-    ApiError::not_acceptable(
-        "only the following media types are accepted: application/json (the OpenAPI documents are not served as protobuf)",
-    )
+fn not_acceptable(media: &[&str]) -> ApiError {
+    ApiError::not_acceptable(format!(
+        "only the following media types are accepted: {}",
+        media.join(", ")
+    ))
 }
 
-/// `/openapi/v2`.
+/// `/openapi/v2`: JSON, or protobuf for clients that ask for it (client-go always does).
 pub async fn v2(headers: HeaderMap) -> Result<Response, ApiError> {
-    if !accepts_json(&headers) {
-        return Err(not_acceptable());
-    }
     let documents = &*DOCUMENTS;
-    Ok(document_response(
-        &documents.v2,
-        Some(&content_hash(&documents.v2)),
-        false,
-    ))
+    match form(&headers, true) {
+        Some(Form::Json) => Ok(document_response(
+            &documents.v2,
+            Some(&content_hash(&documents.v2)),
+            false,
+        )),
+        Some(Form::Protobuf) => Ok(typed_document_response(
+            &documents.v2_protobuf,
+            // kube-openapi answers with this spelling: Go's `mime` cannot parse the `@` one.
+            V2_PROTOBUF[1],
+            Some(&content_hash(&documents.v2_protobuf)),
+            false,
+        )),
+        None => Err(not_acceptable(&[
+            "application/json",
+            V2_PROTOBUF[0],
+            V2_PROTOBUF[1],
+        ])),
+    }
 }
 
 /// `/openapi/v3`.
 pub async fn v3_index(headers: HeaderMap) -> Result<Response, ApiError> {
     if !accepts_json(&headers) {
-        return Err(not_acceptable());
+        return Err(not_acceptable(&["application/json"]));
     }
     let body = serde_json::to_vec(&DOCUMENTS.v3_index()).unwrap_or_default();
     Ok(document_response(&body, None, false))
@@ -913,7 +1018,7 @@ pub async fn v3_document_handler(
         return Err(ApiError::unknown_resource());
     };
     if !accepts_json(&headers) {
-        return Err(not_acceptable());
+        return Err(not_acceptable(&["application/json"]));
     }
     match query.get("hash") {
         Some(asked) if asked != hash => {
@@ -928,6 +1033,9 @@ pub async fn v3_document_handler(
         None => Ok(document_response(bytes, Some(hash), false)),
     }
 }
+
+#[path = "openapi_protobuf.rs"]
+mod protobuf;
 
 #[cfg(test)]
 #[path = "openapi_tests.rs"]

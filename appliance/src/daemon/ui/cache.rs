@@ -92,6 +92,7 @@ impl Cache {
             Some(state) => match store.changes_since(state.snapshot.revision) {
                 Ok(sets) => {
                     let mut snapshot = Arc::unwrap_or_clone(state.snapshot);
+                    let mut index = state.index;
                     let mut touched = false;
                     for set in &sets {
                         for c in set.changes.iter().filter(|c| shown(c.key.kind)) {
@@ -104,17 +105,20 @@ impl Cache {
                     }
                     snapshot.revision = snapshot.revision.max(revision);
                     if touched {
-                        let index = Arc::new(Index::build(&snapshot));
-                        State {
-                            snapshot: Arc::new(snapshot),
-                            index,
+                        let changes = sets.iter().flat_map(|set| {
+                            set.changes
+                                .iter()
+                                .filter(|c| shown(c.key.kind))
+                                .map(|c| (c.key.kind, c.change_type, &c.object))
+                        });
+                        // In place when only existing objects changed; else anew.
+                        if !Arc::make_mut(&mut index).apply(&snapshot, changes) {
+                            index = Arc::new(Index::build(&snapshot));
                         }
-                    } else {
-                        let index = state.index;
-                        State {
-                            snapshot: Arc::new(snapshot),
-                            index,
-                        }
+                    }
+                    State {
+                        snapshot: Arc::new(snapshot),
+                        index,
                     }
                 }
                 Err(_) => Self::full(store)?,
@@ -152,5 +156,41 @@ mod tests {
         let names: Vec<(&str, &str)> = list.iter().map(sort_key).collect();
         assert_eq!(names, [("a", "x"), ("a", "y")]);
         assert_eq!(list[0]["status"]["phase"], "Succeeded");
+    }
+
+    #[tokio::test]
+    async fn the_cache_follows_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store.redb"), Default::default()).unwrap();
+        let inst = |name: &str, phase: &str| {
+            json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Installation",
+                "metadata": {"name": name, "namespace": "ns"}, "status": {"phase": phase}})
+        };
+        let committed = store
+            .commit(landscaper_store::Transaction::new().create(inst("a", "Init")))
+            .await
+            .unwrap();
+        let cache = Cache::default();
+        let (_, index) = cache.current(&store).unwrap();
+        assert_eq!(index.entries.len(), 1);
+        let (_, again) = cache.current(&store).unwrap();
+        assert!(Arc::ptr_eq(&index, &again), "no change, the same index");
+        drop((index, again));
+        let mut a = committed.objects[0].clone().unwrap();
+        a["status"]["phase"] = json!("Failed");
+        store
+            .commit(landscaper_store::Transaction::new().update(a))
+            .await
+            .unwrap();
+        let (_, index) = cache.current(&store).unwrap();
+        assert_eq!(index.entries[0].row.phase, "Failed", "modified in place");
+        store
+            .commit(landscaper_store::Transaction::new().create(inst("b", "Init")))
+            .await
+            .unwrap();
+        let (snapshot, index) = cache.current(&store).unwrap();
+        assert_eq!(index.entries.len(), 2, "added: built anew");
+        assert_eq!(snapshot.revision, store.revision());
+        store.shutdown();
     }
 }

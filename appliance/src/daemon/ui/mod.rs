@@ -1143,7 +1143,7 @@ mod tests {
         assert!(all.contains("Failures at their root cause (100)"));
         assert!(all.contains("50 more"), "the summary is capped");
         let small_pages = PageQuery {
-            q: "INST-00".into(),
+            q: "BOOM".into(),
             ns: "team-0".into(),
             size: Some(5),
             page: Some(2),
@@ -1153,7 +1153,7 @@ mod tests {
         assert_eq!(out.matches("<tr data-row=").count(), 5);
         assert!(out.contains("6–10 of 15"), "{out}");
         assert!(
-            out.contains("href=\"/?ns=team-0&amp;q=INST-00&amp;size=5&amp;page=3\""),
+            out.contains("href=\"/?ns=team-0&amp;q=BOOM&amp;size=5&amp;page=3\""),
             "the pager keeps the filter: {out}"
         );
     }

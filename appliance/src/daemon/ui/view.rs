@@ -201,6 +201,9 @@ pub struct Overview {
     pub archives: Vec<ArchiveRow>,
     pub roots: Vec<InstallationNode>,
     pub revision: u64,
+    /// Failures outside the tree (computed with the tree).
+    #[serde(skip)]
+    pub orphans: Vec<Cause>,
 }
 
 /// The tone of a phase: `ok` (Succeeded), `bad` (Failed, DeleteFailed), `idle` (none) or
@@ -287,7 +290,7 @@ fn meta_str<'a>(o: &'a Value, map: &str, key: &str) -> Option<&'a str> {
 }
 
 /// The name of the owner of `kind` in the object's ownerReferences.
-fn owner(o: &Value, kind: &str) -> Option<String> {
+pub fn owner(o: &Value, kind: &str) -> Option<String> {
     o.pointer("/metadata/ownerReferences")?
         .as_array()?
         .iter()
@@ -296,7 +299,7 @@ fn owner(o: &Value, kind: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn parent(o: &Value) -> Option<&str> {
+pub fn parent(o: &Value) -> Option<&str> {
     o.pointer("/metadata/labels")
         .and_then(|l| l.get(ENCOMPASSED_BY_LABEL))
         .and_then(Value::as_str)
@@ -304,12 +307,10 @@ fn parent(o: &Value) -> Option<&str> {
 }
 
 fn counts(kind: &'static str, objects: &[Value]) -> KindCounts {
-    let mut by_phase: BTreeMap<String, usize> = BTreeMap::new();
+    let mut by_phase: BTreeMap<&str, usize> = BTreeMap::new();
     for o in objects {
         let p = str_at(o, "/status/phase");
-        *by_phase
-            .entry(if p.is_empty() { "-".into() } else { p.into() })
-            .or_default() += 1;
+        *by_phase.entry(if p.is_empty() { "-" } else { p }).or_default() += 1;
     }
     KindCounts {
         kind,
@@ -317,8 +318,8 @@ fn counts(kind: &'static str, objects: &[Value]) -> KindCounts {
         phases: by_phase
             .into_iter()
             .map(|(phase, count)| PhaseCount {
-                tone: tone(&phase),
-                phase,
+                tone: tone(phase),
+                phase: phase.to_string(),
                 count,
             })
             .collect(),
@@ -443,30 +444,41 @@ pub fn overview(snapshot: &Snapshot) -> Overview {
         .collect();
     tree.sort_by(|a, b| (&a.row.namespace, &a.row.name).cmp(&(&b.row.namespace, &b.row.name)));
 
-    let running = running_jobs(&tree);
-    let mut causes = Vec::new();
-    for node in &tree {
-        root_causes(node, &mut Vec::new(), &mut causes);
-    }
-    // Objects outside the tree (standalone Executions and their items, installations whose
-    // parent is gone).
-    causes.extend(orphan_causes(&tree, snapshot));
-    let mut files: Vec<FileRow> = snapshot.files.iter().map(file_row).collect();
-    files.sort_by(|a, b| (a.error.is_none(), &a.path).cmp(&(b.error.is_none(), &b.path)));
-    let mut archives: Vec<ArchiveRow> = snapshot.archives.iter().map(archive_row).collect();
-    archives.sort_by(|a, b| (a.error.is_none(), &a.path).cmp(&(b.error.is_none(), &b.path)));
-    Overview {
-        counts: vec![
+    let orphans = orphan_causes(&tree, snapshot);
+    let mut o = Overview {
+        roots: tree,
+        orphans,
+        ..Overview::default()
+    };
+    o.summarise(snapshot);
+    o
+}
+
+impl Overview {
+    /// Recomputes what derives from the tree and the lists (counts, root causes, running jobs,
+    /// files, archives) after the tree's rows changed.
+    pub fn summarise(&mut self, snapshot: &Snapshot) {
+        self.running = running_jobs(&self.roots);
+        let mut causes = Vec::new();
+        for node in &self.roots {
+            root_causes(node, &mut Vec::new(), &mut causes);
+        }
+        // Objects outside the tree (standalone Executions and their items, installations
+        // whose parent is gone).
+        causes.extend(self.orphans.iter().cloned());
+        self.causes = causes;
+        let mut files: Vec<FileRow> = snapshot.files.iter().map(file_row).collect();
+        files.sort_by(|a, b| (a.error.is_none(), &a.path).cmp(&(b.error.is_none(), &b.path)));
+        self.files = files;
+        let mut archives: Vec<ArchiveRow> = snapshot.archives.iter().map(archive_row).collect();
+        archives.sort_by(|a, b| (a.error.is_none(), &a.path).cmp(&(b.error.is_none(), &b.path)));
+        self.archives = archives;
+        self.counts = vec![
             counts("Installation", &snapshot.installations),
             counts("Execution", &snapshot.executions),
             counts("DeployItem", &snapshot.deploy_items),
-        ],
-        running,
-        causes,
-        files,
-        archives,
-        roots: tree,
-        revision: snapshot.revision,
+        ];
+        self.revision = snapshot.revision;
     }
 }
 

@@ -827,7 +827,8 @@ async fn events(
                     .filter(|c| cache::shown(c.key.kind) || matches!(c.key.kind, Kind::DataObject | Kind::Target))
                     .map(|c| {
                         json!({
-                            "key": c.key.to_string(),
+                            // As the page's element keys: `Kind/namespace/name`.
+                            "key": format!("{}/{}/{}", c.key.kind.as_str(), c.key.namespace, c.key.name),
                             "type": match c.change_type {
                                 ChangeType::Added => "ADDED",
                                 ChangeType::Modified => "MODIFIED",

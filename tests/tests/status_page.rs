@@ -577,7 +577,10 @@ fn a_thousand_installations_filter_page_and_draw_in_a_real_browser() {
     driver.loaded();
     let second_page = rows();
     assert_eq!(second_page.len(), 50);
-    assert!(second_page.iter().all(|r| !first_page.contains(r)), "another page");
+    assert!(
+        second_page.iter().all(|r| !first_page.contains(r)),
+        "another page"
+    );
     driver.open(&format!("{}/?page={pages}", daemon.server));
     assert_eq!(rows().len(), total - (pages - 1) * 50);
 
@@ -594,7 +597,12 @@ fn a_thousand_installations_filter_page_and_draw_in_a_real_browser() {
     let expected: Vec<String> = failed
         .iter()
         .filter(|i| i["metadata"]["namespace"] == "team-2")
-        .map(|i| format!("Installation/team-2/{}", i["metadata"]["name"].as_str().unwrap()))
+        .map(|i| {
+            format!(
+                "Installation/team-2/{}",
+                i["metadata"]["name"].as_str().unwrap()
+            )
+        })
         .collect();
     let mut shown = rows();
     shown.sort();
@@ -606,7 +614,11 @@ fn a_thousand_installations_filter_page_and_draw_in_a_real_browser() {
     assert_eq!(rows(), ["Installation/team-1/bulk-0421"]);
     driver.open(&format!("{}/?q=BULK-01&ns=team-3", daemon.server));
     let shown = rows();
-    assert_eq!(shown.len(), 20, "bulk-0103 … bulk-0198 in team-3: {shown:?}");
+    assert_eq!(
+        shown.len(),
+        20,
+        "bulk-0103 … bulk-0198 in team-3: {shown:?}"
+    );
 
     // Live updates fetch only the changed rows: record the page's requests, then change an
     // installation shown on page 1.
@@ -674,11 +686,15 @@ fn a_thousand_installations_filter_page_and_draw_in_a_real_browser() {
         "return Array.from(document.querySelectorAll('#fig-children-flow path.edge title')).map(t => t.textContent);",
     ));
     assert_eq!(edges, ["db-url", "api-url"], "a → b → c");
-    let flow_nodes = driver.script("return document.querySelectorAll('#fig-children-flow [data-node]').length;");
+    let flow_nodes =
+        driver.script("return document.querySelectorAll('#fig-children-flow [data-node]').length;");
     assert_eq!(flow_nodes, json!(3));
     driver.screenshot(&artifacts.join("status-page-graphs.png"));
     // A subinstallation shows the flow among its siblings, itself highlighted.
-    driver.open(&format!("{}/ui/installations/shop/{}", daemon.server, nodes[2]));
+    driver.open(&format!(
+        "{}/ui/installations/shop/{}",
+        daemon.server, nodes[2]
+    ));
     let current = driver.script("return document.querySelector('#fig-siblings-flow .node.current').getAttribute('data-node');");
     assert_eq!(current, json!(nodes[2]));
 
@@ -713,7 +729,10 @@ fn a_thousand_installations_filter_page_and_draw_in_a_real_browser() {
         json!("signed in")
     );
     // The link worked once.
-    let again = daemon.client().get(&link[daemon.server.len()..], "text/html").unwrap();
+    let again = daemon
+        .client()
+        .get(&link[daemon.server.len()..], "text/html")
+        .unwrap();
     assert_eq!(again.0, 403, "a login link is single-use");
     // The cookie is HttpOnly: page scripts cannot read it.
     assert_eq!(driver.script("return document.cookie;"), json!(""));
@@ -748,41 +767,74 @@ fn a_thousand_installations_filter_page_and_draw_in_a_real_browser() {
             .map(str::to_string)
     });
     assert_eq!(flash, "reconcile requested");
-    eventually(Duration::from_secs(60), "dag's second job to finish", || {
-        daemon
-            .get_json("/apis/landscaper.gardener.cloud/v1alpha1/namespaces/shop/installations/dag")
-            .filter(|i| finished(i) && i["status"]["jobID"] != dag_before["status"]["jobID"])
-    });
-    let spans = eventually(Duration::from_secs(10), "the timeline with both jobs", || {
-        driver.open(&format!("{}/ui/installations/shop/dag", daemon.server));
-        let spans = strings(driver.script(
+    eventually(
+        Duration::from_secs(60),
+        "dag's second job to finish",
+        || {
+            daemon
+                .get_json(
+                    "/apis/landscaper.gardener.cloud/v1alpha1/namespaces/shop/installations/dag",
+                )
+                .filter(|i| finished(i) && i["status"]["jobID"] != dag_before["status"]["jobID"])
+        },
+    );
+    let spans = eventually(
+        Duration::from_secs(10),
+        "the timeline with both jobs",
+        || {
+            driver.open(&format!("{}/ui/installations/shop/dag", daemon.server));
+            let spans = strings(driver.script(
             "return Array.from(document.querySelectorAll('#fig-timeline [data-span]')).map(s => s.getAttribute('data-span'));",
         ));
-        spans
-            .iter()
-            .any(|s| s == "Installation dag|last")
-            .then_some(spans)
-    });
-    for object in ["Installation dag", "Execution dag", "DeployItem a", "DeployItem c"] {
-        assert!(spans.contains(&format!("{object}|current")), "{object}: {spans:?}");
+            spans
+                .iter()
+                .any(|s| s == "Installation dag|last")
+                .then_some(spans)
+        },
+    );
+    for object in [
+        "Installation dag",
+        "Execution dag",
+        "DeployItem a",
+        "DeployItem c",
+    ] {
+        assert!(
+            spans.contains(&format!("{object}|current")),
+            "{object}: {spans:?}"
+        );
     }
     // Relative times with the absolute time on hover.
     let time = driver.script(
         "var t = document.querySelector('time[datetime]'); return [t.textContent, t.title, t.getAttribute('datetime')];",
     );
     let time = strings(time);
-    assert!(time[0].ends_with(" ago") || time[0].starts_with("in "), "{time:?}");
+    assert!(
+        time[0].ends_with(" ago") || time[0].starts_with("in "),
+        "{time:?}"
+    );
     assert!(time[1].contains(&time[2]), "{time:?}");
     // Defined in: the file and line, a link to the file for signed-in readers.
     let defined = driver.script("return document.getElementById('defined-in').textContent;");
     assert!(
-        defined.as_str().unwrap_or_default().contains("shop/dag.yaml:2"),
+        defined
+            .as_str()
+            .unwrap_or_default()
+            .contains("shop/dag.yaml:2"),
         "{defined}"
     );
     driver.screenshot(&artifacts.join("status-page-dag-timeline.png"));
     driver.script("document.querySelector('#defined-in a').click(); return null;");
     eventually(Duration::from_secs(10), "the file view", || {
-        driver.url().contains("/ui/files?path=shop%2Fdag.yaml#L2").then_some(()).or_else(|| driver.url().contains("/ui/files?path=shop/dag.yaml#L2").then_some(()))
+        driver
+            .url()
+            .contains("/ui/files?path=shop%2Fdag.yaml#L2")
+            .then_some(())
+            .or_else(|| {
+                driver
+                    .url()
+                    .contains("/ui/files?path=shop/dag.yaml#L2")
+                    .then_some(())
+            })
     });
     let line = driver.script("return document.querySelector('tr:target pre').textContent;");
     assert_eq!(line, json!("kind: Installation"));
@@ -796,7 +848,8 @@ fn a_thousand_installations_filter_page_and_draw_in_a_real_browser() {
     ));
     assert_eq!(focused, ["Skip to content", "solid"]);
     assert_eq!(
-        driver.script("return document.querySelectorAll('form.action button[type=submit]').length;"),
+        driver
+            .script("return document.querySelectorAll('form.action button[type=submit]').length;"),
         json!(2)
     );
     // Dark mode follows prefers-color-scheme.

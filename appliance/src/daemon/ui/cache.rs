@@ -50,7 +50,13 @@ pub fn shown(kind: Kind) -> bool {
 }
 
 /// Applies one change to a list sorted by (namespace, name).
-pub fn apply(list: &mut Vec<Value>, change_type: ChangeType, namespace: &str, name: &str, o: &Value) {
+pub fn apply(
+    list: &mut Vec<Value>,
+    change_type: ChangeType,
+    namespace: &str,
+    name: &str,
+    o: &Value,
+) {
     let at = list.binary_search_by(|x| sort_key(x).cmp(&(namespace, name)));
     match (change_type, at) {
         (ChangeType::Deleted, Ok(i)) => {
@@ -97,7 +103,13 @@ impl Cache {
                     for set in &sets {
                         for c in set.changes.iter().filter(|c| shown(c.key.kind)) {
                             if let Some(list) = list_of(&mut snapshot, c.key.kind) {
-                                apply(list, c.change_type, &c.key.namespace, &c.key.name, &c.object);
+                                apply(
+                                    list,
+                                    c.change_type,
+                                    &c.key.namespace,
+                                    &c.key.name,
+                                    &c.object,
+                                );
                                 touched = true;
                             }
                         }
@@ -150,9 +162,27 @@ mod tests {
         let o = |ns: &str, n: &str, p: &str| json!({"metadata": {"namespace": ns, "name": n}, "status": {"phase": p}});
         let mut list = vec![o("a", "x", "Init"), o("b", "a", "Init")];
         apply(&mut list, ChangeType::Added, "a", "y", &o("a", "y", "Init"));
-        apply(&mut list, ChangeType::Modified, "a", "x", &o("a", "x", "Succeeded"));
-        apply(&mut list, ChangeType::Deleted, "b", "a", &o("b", "a", "Init"));
-        apply(&mut list, ChangeType::Deleted, "b", "zz", &o("b", "zz", "Init"));
+        apply(
+            &mut list,
+            ChangeType::Modified,
+            "a",
+            "x",
+            &o("a", "x", "Succeeded"),
+        );
+        apply(
+            &mut list,
+            ChangeType::Deleted,
+            "b",
+            "a",
+            &o("b", "a", "Init"),
+        );
+        apply(
+            &mut list,
+            ChangeType::Deleted,
+            "b",
+            "zz",
+            &o("b", "zz", "Init"),
+        );
         let names: Vec<(&str, &str)> = list.iter().map(sort_key).collect();
         assert_eq!(names, [("a", "x"), ("a", "y")]);
         assert_eq!(list[0]["status"]["phase"], "Succeeded");

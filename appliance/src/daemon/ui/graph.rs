@@ -101,7 +101,20 @@ pub fn layered_svg(title: &str, nodes: &[GraphNode], edges: &[Edge]) -> String {
     let cols = layer.iter().max().map_or(1, |m| m + 1);
     let rows = per_layer.values().max().copied().unwrap_or(1);
     let width = cols * (NODE_W + COL_GAP) - COL_GAP + 20;
-    let height = rows * (NODE_H + ROW_GAP) - ROW_GAP + 20;
+    // Edges that skip a layer arc below the nodes (else they would run through them).
+    let longest_skip = edges
+        .iter()
+        .filter(|e| e.from < nodes.len() && e.to < nodes.len())
+        .map(|e| layer[e.to].saturating_sub(layer[e.from]))
+        .max()
+        .unwrap_or(0);
+    let below = if longest_skip > 1 {
+        14 * longest_skip + 10
+    } else {
+        0
+    };
+    let height = rows * (NODE_H + ROW_GAP) - ROW_GAP + 20 + below;
+    let bottom = rows * (NODE_H + ROW_GAP) - ROW_GAP + 10;
     let pos = |i: usize| {
         (
             10 + layer[i] * (NODE_W + COL_GAP),
@@ -114,15 +127,28 @@ pub fn layered_svg(title: &str, nodes: &[GraphNode], edges: &[Edge]) -> String {
         r#"<svg class="graph" role="img" aria-label="{t}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg"><title>{t}</title><defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" class="edge-head"/></marker></defs>"#,
         t = esc(title)
     );
-    for e in edges.iter().filter(|e| e.from < nodes.len() && e.to < nodes.len() && e.from != e.to) {
+    for e in edges
+        .iter()
+        .filter(|e| e.from < nodes.len() && e.to < nodes.len() && e.from != e.to)
+    {
         let (x1, y1) = pos(e.from);
         let (x2, y2) = pos(e.to);
         let (sx, sy) = (x1 + NODE_W, y1 + NODE_H / 2);
         let (tx, ty) = (x2, y2 + NODE_H / 2);
         let mid = (sx + tx) / 2;
+        let skip = layer[e.to].saturating_sub(layer[e.from]);
+        let d = if skip > 1 {
+            // Down from the source's bottom, along below the nodes, up into the target.
+            let (bx, by) = (x1 + NODE_W / 2, y1 + NODE_H);
+            let (ex, ey) = (x2 + NODE_W / 2, y2 + NODE_H);
+            let low = bottom + 14 * skip;
+            format!("M{bx},{by} C{bx},{low} {ex},{low} {ex},{ey}")
+        } else {
+            format!("M{sx},{sy} C{mid},{sy} {mid},{ty} {tx},{ty}")
+        };
         let _ = write!(
             svg,
-            r#"<path class="edge" d="M{sx},{sy} C{mid},{sy} {mid},{ty} {tx},{ty}" marker-end="url(#arrow)"><title>{}</title></path>"#,
+            r#"<path class="edge" d="{d}" marker-end="url(#arrow)"><title>{}</title></path>"#,
             esc(&e.label)
         );
         if !e.label.is_empty() {
@@ -165,7 +191,11 @@ pub fn deploy_item_dag(items: &[Row]) -> String {
         .iter()
         .map(|r| r.template.clone().unwrap_or_else(|| r.name.clone()))
         .collect();
-    let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+    let index: HashMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
     let nodes: Vec<GraphNode> = items
         .iter()
         .zip(&names)
@@ -258,7 +288,12 @@ pub fn data_flow(title: &str, siblings: &[Flow], current: &str) -> String {
 
 /// The installation tree below `root` (installations only), `current` highlighted.
 pub fn tree_svg(root: &InstallationNode, current: &str) -> String {
-    fn walk(n: &InstallationNode, depth: usize, out: &mut Vec<(usize, Option<usize>, Row)>, parent: Option<usize>) {
+    fn walk(
+        n: &InstallationNode,
+        depth: usize,
+        out: &mut Vec<(usize, Option<usize>, Row)>,
+        parent: Option<usize>,
+    ) {
         if out.len() >= MAX_NODES {
             return;
         }
@@ -323,12 +358,17 @@ pub struct Span {
 /// The previous job's span of an object from its phase history (`(time, phase)`, oldest
 /// first), before `current_start`: from the first non-final phase after a final one (or the
 /// start) to the final phase that ended it.
-pub fn last_job(history: &[(String, String)], current_start: Option<&str>) -> Option<(String, String, String)> {
+pub fn last_job(
+    history: &[(String, String)],
+    current_start: Option<&str>,
+) -> Option<(String, String, String)> {
     let before: Vec<&(String, String)> = history
         .iter()
         .filter(|(t, _)| current_start.is_none_or(|c| t.as_str() < c))
         .collect();
-    let end = before.iter().rposition(|(_, p)| crate::daemon::controllers::jobs::is_final_text(p))?;
+    let end = before
+        .iter()
+        .rposition(|(_, p)| crate::daemon::controllers::jobs::is_final_text(p))?;
     let mut start = end;
     while start > 0 && !crate::daemon::controllers::jobs::is_final_text(&before[start - 1].1) {
         start -= 1;
@@ -336,7 +376,11 @@ pub fn last_job(history: &[(String, String)], current_start: Option<&str>) -> Op
     if start == end {
         return None;
     }
-    Some((before[start].0.clone(), before[end].0.clone(), before[end].1.clone()))
+    Some((
+        before[start].0.clone(),
+        before[end].0.clone(),
+        before[end].1.clone(),
+    ))
 }
 
 /// The timeline of spans, `now` as the end of the running ones.
@@ -366,8 +410,10 @@ pub fn timeline_svg(spans: &[Span], now: Timestamp) -> String {
     );
     for (i, (s, start, end)) in bars.iter().enumerate() {
         let y = 10 + i * line_h;
-        let x = label_w as f64 + (start.as_millisecond() - t0.as_millisecond()) as f64 / total * plot_w as f64;
-        let w = ((end.as_millisecond() - start.as_millisecond()) as f64 / total * plot_w as f64).max(3.0);
+        let x = label_w as f64
+            + (start.as_millisecond() - t0.as_millisecond()) as f64 / total * plot_w as f64;
+        let w = ((end.as_millisecond() - start.as_millisecond()) as f64 / total * plot_w as f64)
+            .max(3.0);
         let secs = (end.as_millisecond() - start.as_millisecond()) as f64 / 1000.0;
         let running = if s.end.is_none() { ", running" } else { "" };
         let _ = write!(
@@ -419,7 +465,14 @@ mod tests {
     #[test]
     fn layers_follow_the_longest_path_and_survive_cycles() {
         // a → b → d, a → c → d, c → e; d depends on the longer path.
-        let edges = [edge(0, 1), edge(1, 3), edge(0, 2), edge(2, 3), edge(2, 4), edge(1, 2)];
+        let edges = [
+            edge(0, 1),
+            edge(1, 3),
+            edge(0, 2),
+            edge(2, 3),
+            edge(2, 4),
+            edge(1, 2),
+        ];
         assert_eq!(layers(5, &edges), [0, 1, 2, 3, 3]);
         let cycle = [edge(0, 1), edge(1, 0)];
         let l = layers(2, &cycle);
@@ -445,8 +498,16 @@ mod tests {
             )
         };
         let flows = [
-            Flow { row: Some(row("db")), imports: vec![], exports: vec!["db-url".into()] },
-            Flow { row: Some(row("app")), imports: vec!["db-url".into(), "cluster".into()], exports: vec![] },
+            Flow {
+                row: Some(row("db")),
+                imports: vec![],
+                exports: vec!["db-url".into()],
+            },
+            Flow {
+                row: Some(row("app")),
+                imports: vec!["db-url".into(), "cluster".into()],
+                exports: vec![],
+            },
         ];
         let svg = data_flow("flow", &flows, "Installation/ns/app");
         assert_eq!(svg.matches("class=\"edge\"").count(), 1, "{svg}");
@@ -454,7 +515,13 @@ mod tests {
         assert!(svg.contains("node ok current"), "{svg}");
         let o = serde_json::json!({"spec": {"imports": {"data": [{"name": "x", "dataRef": "d"}], "targets": [{"name": "t", "target": "#cluster"}]},
             "exports": {"data": [{"name": "y", "dataRef": "out"}]}}});
-        assert_eq!(flow_of(&o), (vec!["d".to_string(), "cluster".into()], vec!["out".to_string()]));
+        assert_eq!(
+            flow_of(&o),
+            (
+                vec!["d".to_string(), "cluster".into()],
+                vec!["out".to_string()]
+            )
+        );
     }
 
     #[test]
@@ -470,16 +537,36 @@ mod tests {
         ];
         assert_eq!(
             last_job(&history, Some("2026-01-01T00:02:00Z")),
-            Some(("2026-01-01T00:01:00Z".into(), "2026-01-01T00:01:02Z".into(), "Failed".into()))
+            Some((
+                "2026-01-01T00:01:00Z".into(),
+                "2026-01-01T00:01:02Z".into(),
+                "Failed".into()
+            ))
         );
         assert_eq!(
             last_job(&history[..3], None),
-            Some(("2026-01-01T00:00:00Z".into(), "2026-01-01T00:00:09Z".into(), "Succeeded".into()))
+            Some((
+                "2026-01-01T00:00:00Z".into(),
+                "2026-01-01T00:00:09Z".into(),
+                "Succeeded".into()
+            ))
         );
         assert_eq!(last_job(&history[..1], None), None);
         let spans = [
-            Span { label: "Installation a".into(), job: "current", tone: "busy", start: "2026-01-01T00:02:00Z".into(), end: None },
-            Span { label: "Installation a".into(), job: "last", tone: "bad", start: "2026-01-01T00:01:00Z".into(), end: Some("2026-01-01T00:01:02Z".into()) },
+            Span {
+                label: "Installation a".into(),
+                job: "current",
+                tone: "busy",
+                start: "2026-01-01T00:02:00Z".into(),
+                end: None,
+            },
+            Span {
+                label: "Installation a".into(),
+                job: "last",
+                tone: "bad",
+                start: "2026-01-01T00:01:00Z".into(),
+                end: Some("2026-01-01T00:01:02Z".into()),
+            },
         ];
         let svg = timeline_svg(&spans, "2026-01-01T00:03:00Z".parse().unwrap());
         assert_eq!(svg.matches("<g class=\"bar").count(), 2, "{svg}");

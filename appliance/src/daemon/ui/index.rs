@@ -140,9 +140,8 @@ impl Index {
         let overview = view::overview(snapshot);
         let mut entries = Vec::with_capacity(snapshot.installations.len());
         flatten(&overview.roots, &mut Vec::new(), &mut entries);
-        entries.sort_by(|a, b| {
-            (&a.row.namespace, &a.row.name).cmp(&(&b.row.namespace, &b.row.name))
-        });
+        entries
+            .sort_by(|a, b| (&a.row.namespace, &a.row.name).cmp(&(&b.row.namespace, &b.row.name)));
         let by_key = entries
             .iter()
             .enumerate()
@@ -194,7 +193,10 @@ impl Index {
     ) -> bool {
         let mut touched = BTreeSet::new();
         for (kind, change_type, o) in changes {
-            if !matches!(kind, Kind::Installation | Kind::Execution | Kind::DeployItem) {
+            if !matches!(
+                kind,
+                Kind::Installation | Kind::Execution | Kind::DeployItem
+            ) {
                 continue;
             }
             if change_type != ChangeType::Modified {
@@ -203,7 +205,9 @@ impl Index {
             let ns = object::namespace(o);
             let (at, fresh) = match kind {
                 Kind::Installation => {
-                    let Some(&at) = self.by_key.get(&format!("Installation/{ns}/{}", object::name(o)))
+                    let Some(&at) = self
+                        .by_key
+                        .get(&format!("Installation/{ns}/{}", object::name(o)))
                     else {
                         return false;
                     };
@@ -250,7 +254,11 @@ impl Index {
             };
             let slot = match kind {
                 Kind::Installation => Some(&mut node.row),
-                Kind::Execution => node.execution.as_mut().map(|e| &mut e.row).filter(|e| e.key == fresh.key),
+                Kind::Execution => node
+                    .execution
+                    .as_mut()
+                    .map(|e| &mut e.row)
+                    .filter(|e| e.key == fresh.key),
                 _ => node
                     .execution
                     .as_mut()
@@ -303,9 +311,11 @@ impl Index {
     /// The installation node of `key` in the tree.
     pub fn node(&self, key: &str) -> Option<&InstallationNode> {
         fn find<'a>(nodes: &'a [InstallationNode], key: &str) -> Option<&'a InstallationNode> {
-            nodes
-                .iter()
-                .find_map(|n| (n.row.key == key).then_some(n).or_else(|| find(&n.children, key)))
+            nodes.iter().find_map(|n| {
+                (n.row.key == key)
+                    .then_some(n)
+                    .or_else(|| find(&n.children, key))
+            })
         }
         let entry = self.entry(key)?;
         // Walk down the entry's path instead of searching the whole tree.
@@ -363,7 +373,10 @@ mod tests {
         assert_eq!(index.namespaces, ["even", "odd"]);
         assert_eq!(index.phases, ["Failed", "Succeeded"]);
         let all = index.page(&Filter::default(), 1, 50);
-        assert_eq!((all.matched, all.pages, all.first, all.last), (121, 3, 1, 50));
+        assert_eq!(
+            (all.matched, all.pages, all.first, all.last),
+            (121, 3, 1, 50)
+        );
         let last = index.page(&Filter::default(), 9, 50);
         assert_eq!((last.page, last.first, last.last), (3, 101, 121));
         let failed = Filter {
@@ -402,7 +415,9 @@ mod tests {
         assert_eq!(child.matched, 1);
         assert_eq!(child.entries[0].path, ["inst-000"]);
         assert_eq!(
-            index.node("Installation/even/child").map(|n| n.row.name.as_str()),
+            index
+                .node("Installation/even/child")
+                .map(|n| n.row.name.as_str()),
             Some("child")
         );
         assert!(index.entry("Installation/even/nothing").is_none());
@@ -410,7 +425,7 @@ mod tests {
 
     fn tree() -> Snapshot {
         let owned = |kind: &str, name: &str, owner_kind: &str, owner: &str, phase: &str| {
-            json!({"metadata": {"name": name, "namespace": "ns",
+            json!({"kind": kind, "metadata": {"name": name, "namespace": "ns",
                 "ownerReferences": [{"kind": owner_kind, "name": owner}]},
                 "status": {"phase": phase}})
         };
@@ -419,8 +434,20 @@ mod tests {
                 inst("ns", "child", Some("root"), "Succeeded", None),
                 inst("ns", "root", None, "Succeeded", None),
             ],
-            executions: vec![owned("Execution", "child", "Installation", "child", "Succeeded")],
-            deploy_items: vec![owned("DeployItem", "child-a", "Execution", "child", "Succeeded")],
+            executions: vec![owned(
+                "Execution",
+                "child",
+                "Installation",
+                "child",
+                "Succeeded",
+            )],
+            deploy_items: vec![owned(
+                "DeployItem",
+                "child-a",
+                "Execution",
+                "child",
+                "Succeeded",
+            )],
             ..Snapshot::default()
         }
     }
@@ -449,14 +476,31 @@ mod tests {
         assert_eq!(index.entries, rebuilt.entries);
         assert_eq!(index.overview, rebuilt.overview);
         assert_eq!(index.phases, rebuilt.phases);
-        assert_eq!(index.overview.causes.len(), 1, "the item, not the installation");
+        assert_eq!(
+            index.overview.causes.len(),
+            1,
+            "the item, not the installation"
+        );
         assert_eq!(index.overview.causes[0].row.key, "DeployItem/ns/child-a");
-        let paths: Vec<&str> = index.overview.causes[0].path.iter().map(|p| p.name.as_str()).collect();
+        let paths: Vec<&str> = index.overview.causes[0]
+            .path
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
         assert_eq!(paths, ["root", "child", "child"]);
-        assert!(index.entry("Installation/ns/child").unwrap().search.contains("refused"));
+        assert!(
+            index
+                .entry("Installation/ns/child")
+                .unwrap()
+                .search
+                .contains("refused")
+        );
         // Structure changes ask for a new build.
         let moved = inst("ns", "child", None, "Failed", None);
-        assert!(!index.apply(&snapshot, [(Kind::Installation, ChangeType::Modified, &moved)]));
+        assert!(!index.apply(
+            &snapshot,
+            [(Kind::Installation, ChangeType::Modified, &moved)]
+        ));
         let added = inst("ns", "new", None, "Init", None);
         assert!(!index.apply(&snapshot, [(Kind::Installation, ChangeType::Added, &added)]));
     }

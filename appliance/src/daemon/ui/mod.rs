@@ -240,7 +240,9 @@ fn has_session(state: &ApiState, headers: &HeaderMap) -> bool {
         .any(|s| state.ui.sessions.is_valid(s, Instant::now()))
 }
 
-async fn current(state: &ApiState) -> Result<(std::sync::Arc<Snapshot>, std::sync::Arc<Index>), Response> {
+async fn current(
+    state: &ApiState,
+) -> Result<(std::sync::Arc<Snapshot>, std::sync::Arc<Index>), Response> {
     let ui = state.ui.clone();
     let store = state.store.clone();
     match tokio::task::spawn_blocking(move || ui.cache.current(&store)).await {
@@ -269,7 +271,11 @@ pub fn overview_context(index: &Index, query: &PageQuery) -> minijinja::Value {
     let (flash, flash_tone) = flash(query);
     // The query string of the page without `page` (the pager adds its own).
     let mut base = Vec::new();
-    for (k, v) in [("ns", &filter.namespace), ("phase", &filter.phase), ("q", &filter.text)] {
+    for (k, v) in [
+        ("ns", &filter.namespace),
+        ("phase", &filter.phase),
+        ("q", &filter.text),
+    ] {
         if !v.is_empty() {
             base.push(format!("{k}={}", percent_encode(v)));
         }
@@ -500,11 +506,19 @@ fn timeline(node: &InstallationNode, history: &[HistoryRow]) -> Vec<graph::Span>
 }
 
 /// The manifest file that defines `kind namespace/name` and the 1-based line of its document.
-fn defined_in(snapshot: &Snapshot, dir: Option<&PathBuf>, kind: &str, namespace: &str, name: &str) -> Option<(String, usize)> {
+fn defined_in(
+    snapshot: &Snapshot,
+    dir: Option<&PathBuf>,
+    kind: &str,
+    namespace: &str,
+    name: &str,
+) -> Option<(String, usize)> {
     let file = snapshot.files.iter().find(|f| {
         f["status"]["objects"].as_array().is_some_and(|objects| {
             objects.iter().any(|o| {
-                o["kind"] == kind && o["name"] == name && o["namespace"].as_str().unwrap_or_default() == namespace
+                o["kind"] == kind
+                    && o["name"] == name
+                    && o["namespace"].as_str().unwrap_or_default() == namespace
             })
         })
     })?;
@@ -556,7 +570,12 @@ fn spec_yaml(o: &Value, reveal: bool) -> String {
 
 /// The values the installation imported (DataObjects labelled as its imports), redacted
 /// unless signed in.
-fn imports_of(store: &Store, namespace: &str, name: &str, reveal: bool) -> Result<Vec<ExportView>, StoreError> {
+fn imports_of(
+    store: &Store,
+    namespace: &str,
+    name: &str,
+    reveal: bool,
+) -> Result<Vec<ExportView>, StoreError> {
     let selector = LabelSelector::parse(&format!(
         "{DATA_OBJECT_SOURCE_LABEL}={INSTALLATION_PREFIX}{name},{DATA_OBJECT_SOURCE_TYPE_LABEL}={}",
         landscaper_store::model::constants::DATA_OBJECT_SOURCE_TYPE_IMPORT
@@ -564,7 +583,10 @@ fn imports_of(store: &Store, namespace: &str, name: &str, reveal: bool) -> Resul
     .unwrap_or_default();
     let key_label = landscaper_store::model::constants::DATA_OBJECT_KEY_LABEL;
     let mut out = Vec::new();
-    for o in store.list(Kind::DataObject, Some(namespace), &selector)?.items {
+    for o in store
+        .list(Kind::DataObject, Some(namespace), &selector)?
+        .items
+    {
         let key = object::labels(&o).get(key_label).cloned();
         let o = present_as(Kind::DataObject, o, reveal);
         out.push(ExportView {
@@ -602,7 +624,10 @@ async fn installation(
             ),
         );
     };
-    let path = index.entry(&key).map(|e| e.path.clone()).unwrap_or_default();
+    let path = index
+        .entry(&key)
+        .map(|e| e.path.clone())
+        .unwrap_or_default();
     let store = state.store.clone();
     let (ns, n) = (namespace.clone(), name.clone());
     let node_for_read = node.clone();
@@ -654,7 +679,13 @@ async fn installation(
     let siblings_flow = match path.last() {
         Some(parent) => index
             .node(&format!("Installation/{namespace}/{parent}"))
-            .map(|p| graph::data_flow(&format!("data flow among the subinstallations of {parent}"), &flows(&p.children), &key))
+            .map(|p| {
+                graph::data_flow(
+                    &format!("data flow among the subinstallations of {parent}"),
+                    &flows(&p.children),
+                    &key,
+                )
+            })
             .unwrap_or_default(),
         None => String::new(),
     };
@@ -741,7 +772,10 @@ async fn file(
         );
     }
     let Some(dir) = state.ui.manifests_dir.get() else {
-        return html(StatusCode::NOT_FOUND, "<p>No manifests folder is known.</p>".into());
+        return html(
+            StatusCode::NOT_FOUND,
+            "<p>No manifests folder is known.</p>".into(),
+        );
     };
     // Only files the ingest recorded: no path outside the folder can be asked for.
     let (snapshot, _) = match current(&state).await {
@@ -755,7 +789,10 @@ async fn file(
     {
         return html(
             StatusCode::NOT_FOUND,
-            format!("<p>No manifest file <code>{}</code>.</p>", escape(&query.path)),
+            format!(
+                "<p>No manifest file <code>{}</code>.</p>",
+                escape(&query.path)
+            ),
         );
     }
     let text = match tokio::fs::read_to_string(dir.join(&query.path)).await {
@@ -763,7 +800,11 @@ async fn file(
         Err(e) => {
             return html(
                 StatusCode::NOT_FOUND,
-                format!("<p>reading <code>{}</code>: {}</p>", escape(&query.path), escape(&e.to_string())),
+                format!(
+                    "<p>reading <code>{}</code>: {}</p>",
+                    escape(&query.path),
+                    escape(&e.to_string())
+                ),
             );
         }
     };
@@ -973,8 +1014,10 @@ async fn login_link(
         }
         None => (
             StatusCode::INTERNAL_SERVER_ERROR,
-            Json(json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500,
-                "message": "the OS random generator failed"})),
+            Json(
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500,
+                "message": "the OS random generator failed"}),
+            ),
         )
             .into_response(),
     }
@@ -1005,7 +1048,11 @@ async fn login(State(state): State<ApiState>, Query(query): Query<LoginQuery>) -
 }
 
 async fn logout(State(state): State<ApiState>, headers: HeaderMap) -> Response {
-    for v in headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()) {
+    for v in headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+    {
         if let Some(s) = session::cookie_value(v) {
             state.ui.sessions.end(s);
         }
@@ -1050,12 +1097,14 @@ mod tests {
             assert!(env.get_template(name).is_ok(), "{name}");
         }
         let snapshot = Snapshot {
-            installations: vec![json!({"metadata": {"name": "a<b", "namespace": "ns"},
+            installations: vec![
+                json!({"metadata": {"name": "a<b", "namespace": "ns"},
                 "status": {"phase": "Failed", "jobID": "1", "jobIDFinished": "1",
                     "lastError": {"reason": "R", "message": "<script>alert(1)</script>"}}}),
                 json!({"metadata": {"name": "multi", "namespace": "ns"},
                 "status": {"phase": "Failed", "lastError": {"reason": "TemplateError",
-                    "message": "line 3:\n  {{ .x }\n      ^ unexpected"}}})],
+                    "message": "line 3:\n  {{ .x }\n      ^ unexpected"}}}),
+            ],
             archives: vec![
                 json!({"spec": {"path": "air/m.tgz"}, "status": {"phase": "Failed",
                 "lastError": "<b>truncated</b>"}}),
@@ -1063,7 +1112,11 @@ mod tests {
             ..Snapshot::default()
         };
         let index = Index::build(&snapshot);
-        let out = render("overview.html", overview_context(&index, &PageQuery::default())).unwrap();
+        let out = render(
+            "overview.html",
+            overview_context(&index, &PageQuery::default()),
+        )
+        .unwrap();
         assert!(out.contains("a&lt;b"), "{out}");
         assert!(!out.contains("<script>alert"), "escaped: {out}");
         assert!(out.contains("&lt;script&gt;"));
@@ -1074,18 +1127,27 @@ mod tests {
         );
         assert!(out.contains("class=\"phase bad\""));
         // A multi-line error keeps its lines in a block.
-        assert!(out.contains("<pre class=\"error-block\">TemplateError: line 3:\n"), "{out}");
+        assert!(
+            out.contains("<pre class=\"error-block\">TemplateError: line 3:\n"),
+            "{out}"
+        );
         assert!(out.contains("Failures at their root cause (2)"), "{out}");
         let node = index.overview.roots[0].clone();
         let detail = render("installation.html", detail_context(&node, false)).unwrap();
         assert!(detail.contains("name=\"operation\" value=\"interrupt\""));
-        assert!(detail.contains("name=\"token\""), "anonymous readers paste the token");
+        assert!(
+            detail.contains("name=\"token\""),
+            "anonymous readers paste the token"
+        );
         assert!(
             !detail.contains("h-conditions"),
             "no conditions, no section"
         );
         let signed = render("installation.html", detail_context(&node, true)).unwrap();
-        assert!(!signed.contains("name=\"token\""), "signed in: no token field");
+        assert!(
+            !signed.contains("name=\"token\""),
+            "signed in: no token field"
+        );
         assert!(signed.contains("Sign out"));
         let with = Index::build(&Snapshot {
             installations: vec![json!({"metadata": {"name": "root", "namespace": "ns"},
@@ -1136,7 +1198,11 @@ mod tests {
         // i % 100 == 0 and i % 7 == 0: i = 0, 700, ..., 9800 → 15.
         assert!(out.contains("Installations (15 of 10000)"), "{out}");
         assert_eq!(out.matches("<tr data-row=").count(), 15);
-        let all = render("overview.html", overview_context(&index, &PageQuery::default())).unwrap();
+        let all = render(
+            "overview.html",
+            overview_context(&index, &PageQuery::default()),
+        )
+        .unwrap();
         assert!(all.len() < 200_000, "{} bytes", all.len());
         assert_eq!(all.matches("<tr data-row=").count(), index::PAGE_SIZE);
         assert!(all.contains("page 1 of 200"), "paged");
@@ -1171,9 +1237,15 @@ mod tests {
     #[test]
     fn owners_lead_changes_to_their_rows() {
         let item = json!({"metadata": {"ownerReferences": [{"kind": "Execution", "name": "e"}]}});
-        assert_eq!(owner_key(Kind::DeployItem, "ns", &item).as_deref(), Some("Execution/ns/e"));
+        assert_eq!(
+            owner_key(Kind::DeployItem, "ns", &item).as_deref(),
+            Some("Execution/ns/e")
+        );
         let child = json!({"metadata": {"labels": {ENCOMPASSED_BY_LABEL: "root"}}});
-        assert_eq!(owner_key(Kind::Installation, "ns", &child).as_deref(), Some("Installation/ns/root"));
+        assert_eq!(
+            owner_key(Kind::Installation, "ns", &child).as_deref(),
+            Some("Installation/ns/root")
+        );
         assert_eq!(owner_key(Kind::Installation, "ns", &json!({})), None);
     }
 

@@ -47,7 +47,9 @@ fn prune(map: &mut HashMap<String, Instant>, now: Instant) {
 
 fn find(map: &HashMap<String, Instant>, candidate: &str, now: Instant) -> Option<String> {
     map.iter()
-        .find(|(k, expiry)| **expiry > now && ApiToken::parse(k).is_some_and(|t| t.matches(candidate)))
+        .find(|(k, expiry)| {
+            **expiry > now && ApiToken::parse(k).is_some_and(|t| t.matches(candidate))
+        })
         .map(|(k, _)| k.clone())
 }
 
@@ -124,7 +126,11 @@ mod tests {
         assert!(!s.is_valid(&code, now), "a code is no session");
         assert!(!s.is_valid(&session, now + SESSION_TTL + Duration::from_secs(1)));
         let late = s.new_code(now).unwrap();
-        assert!(s.redeem(&late, now + CODE_TTL + Duration::from_secs(1)).is_none(), "expired");
+        assert!(
+            s.redeem(&late, now + CODE_TTL + Duration::from_secs(1))
+                .is_none(),
+            "expired"
+        );
         s.end(&session);
         assert!(!s.is_valid(&session, now));
     }
@@ -134,7 +140,10 @@ mod tests {
         let c = set_cookie("abc");
         assert!(c.starts_with("landscaper_ui_session=abc;"));
         assert!(c.contains("HttpOnly") && c.contains("SameSite=Strict"));
-        assert_eq!(cookie_value("a=b; landscaper_ui_session=xyz; c=d"), Some("xyz"));
+        assert_eq!(
+            cookie_value("a=b; landscaper_ui_session=xyz; c=d"),
+            Some("xyz")
+        );
         assert_eq!(cookie_value("landscaper_ui_session="), None);
         assert_eq!(cookie_value("other_landscaper_ui_session=1"), None);
     }

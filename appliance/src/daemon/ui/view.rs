@@ -310,7 +310,9 @@ fn counts(kind: &'static str, objects: &[Value]) -> KindCounts {
     let mut by_phase: BTreeMap<&str, usize> = BTreeMap::new();
     for o in objects {
         let p = str_at(o, "/status/phase");
-        *by_phase.entry(if p.is_empty() { "-" } else { p }).or_default() += 1;
+        *by_phase
+            .entry(if p.is_empty() { "-" } else { p })
+            .or_default() += 1;
     }
     KindCounts {
         kind,
@@ -581,12 +583,17 @@ fn orphan_causes(tree: &[InstallationNode], snapshot: &Snapshot) -> Vec<Cause> {
         };
         out.push(Cause { row: r, path });
     }
-    for o in snapshot.executions.iter().map(|o| row("Execution", o)).chain(
-        snapshot
-            .installations
-            .iter()
-            .map(|o| row("Installation", o)),
-    ) {
+    for o in snapshot
+        .executions
+        .iter()
+        .map(|o| row("Execution", o))
+        .chain(
+            snapshot
+                .installations
+                .iter()
+                .map(|o| row("Installation", o)),
+        )
+    {
         if o.tone == "bad"
             && !in_tree.contains(o.key.as_str())
             && (o.kind != "Execution"

@@ -587,7 +587,7 @@ fn a_thousand_installations_filter_page_and_draw_in_a_real_browser() {
     // Filtering with the form: namespace and phase.
     driver.open(&format!("{}/", daemon.server));
     driver.script(
-        "var f = document.querySelector('form.filters'); f.ns.value = 'team-2'; f.phase.value = 'Failed'; f.submit(); return null;",
+        "var f = document.querySelector('form.filters'); f.ns.value = 'team-2'; f.phase.value = 'Failed'; setTimeout(function () { f.submit(); }, 0); return null;",
     );
     eventually(Duration::from_secs(10), "the filtered page", || {
         let url = driver.url();
@@ -758,7 +758,7 @@ fn a_thousand_installations_filter_page_and_draw_in_a_real_browser() {
         "signed in: no token to paste"
     );
     driver.script(
-        "document.querySelector('form input[name=operation][value=reconcile]').form.querySelector('button').click(); return null;",
+        "var b = document.querySelector('form input[name=operation][value=reconcile]').form.querySelector('button'); setTimeout(function () { b.click(); }, 0); return null;",
     );
     let flash = eventually(Duration::from_secs(10), "the action's answer", || {
         driver

@@ -97,11 +97,15 @@ impl Driver {
             .as_str()
             .expect("session id")
             .to_string();
-        Driver {
+        let driver = Driver {
             child,
             client,
             session,
-        }
+        };
+        // A page that does not load in 15 s fails the test (a page left behind once kept its
+        // event stream open, and the seventh page waited a minute for a free connection).
+        driver.post("/timeouts", json!({"pageLoad": 15_000, "script": 15_000}));
+        driver
     }
 
     fn post(&self, path: &str, body: Value) -> Value {

@@ -64,8 +64,17 @@ pub enum Command {
     Export(ExportArgs),
     /// Check the configuration, folders, store, Targets, clock and disk space.
     Doctor(DoctorArgs),
+    /// Print a one-time login link for the status page (valid two minutes, single use): the
+    /// browser that opens it can use the page's actions without pasting the token.
+    Ui(UiArgs),
     /// Print the version of this binary and of its store format.
     Version,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct UiArgs {
+    #[command(flatten)]
+    pub write: WriteArgs,
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -125,6 +125,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
+        Command::Ui(args) => {
+            commands::ui::login_link(&args, &mut std::io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Version => {
             println!(
                 "landscaper-appliance {} (store format {})",

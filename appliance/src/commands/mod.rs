@@ -9,6 +9,7 @@ pub mod export;
 mod objects;
 pub mod render;
 pub mod render_chart;
+pub mod ui;
 pub mod validate;
 
 pub use objects::*;

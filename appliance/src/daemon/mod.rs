@@ -397,6 +397,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
     let state = crate::daemon::api::ApiState::new(store.clone(), readiness.clone())
         .with_shutdown(cancel.clone())
         .with_token(token.clone());
+    state.ui.set_manifests_dir(config.manifests_dir.clone());
     let router = crate::daemon::api::router(state.clone())
         .merge(crate::daemon::history::routes(store.clone()))
         .merge(crate::daemon::ui::routes(state))

@@ -140,6 +140,8 @@ pub struct ApiState {
     pub options: ApiOptions,
     /// The bearer token writes need; without one, every write is refused (401).
     pub token: Option<ApiToken>,
+    /// The status page's cached index and login sessions.
+    pub ui: std::sync::Arc<crate::daemon::ui::UiState>,
 }
 
 impl ApiState {
@@ -151,6 +153,7 @@ impl ApiState {
             shutdown: CancellationToken::new(),
             options: ApiOptions::default(),
             token: None,
+            ui: Default::default(),
         }
     }
 

@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use landscaper_store::model::constants::ENCOMPASSED_BY_LABEL;
+use landscaper_store::model::constants::{
+    ENCOMPASSED_BY_LABEL, EXECUTION_DEPENDS_ON_ANNOTATION, EXECUTION_MANAGED_NAME_LABEL,
+};
 use landscaper_store::object;
 use serde::Serialize;
 use serde_json::Value;
@@ -47,6 +49,14 @@ pub struct Row {
     pub key: String,
     /// `status.conditions` (workflow conditions of issue 19), in their order.
     pub conditions: Vec<ConditionView>,
+    /// Deploy items: the name in the Execution (`execution.landscaper.gardener.cloud/name`).
+    pub template: Option<String>,
+    /// Deploy items: the names they depend on (`execution.landscaper.gardener.cloud/dependsOn`).
+    pub depends_on: Vec<String>,
+    /// `status.transitionTimes.triggerTime` (else `initTime`): when the current job reached it.
+    pub started: Option<String>,
+    /// `status.transitionTimes.finishedTime`.
+    pub finished: Option<String>,
 }
 
 /// One entry of `status.conditions`.
@@ -180,15 +190,20 @@ fn archive_row(a: &Value) -> ArchiveRow {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Overview {
     pub counts: Vec<KindCounts>,
     pub running: Vec<RunningJob>,
-    pub failed: Vec<Row>,
+    /// Each failure once, at its root cause (an object that failed while nothing below it
+    /// did), with the path from its root installation.
+    pub causes: Vec<Cause>,
     pub files: Vec<FileRow>,
     pub archives: Vec<ArchiveRow>,
     pub roots: Vec<InstallationNode>,
     pub revision: u64,
+    /// Failures outside the tree (computed with the tree).
+    #[serde(skip)]
+    pub orphans: Vec<Cause>,
 }
 
 /// The tone of a phase: `ok` (Succeeded), `bad` (Failed, DeleteFailed), `idle` (none) or
@@ -245,11 +260,37 @@ pub fn row(kind: &'static str, o: &Value) -> Row {
             .then(|| str_at(o, "/spec/type").to_string())
             .filter(|t| !t.is_empty()),
         conditions: conditions(o),
+        template: (kind == "DeployItem")
+            .then(|| meta_str(o, "labels", EXECUTION_MANAGED_NAME_LABEL))
+            .flatten()
+            .map(str::to_string),
+        depends_on: meta_str(o, "annotations", EXECUTION_DEPENDS_ON_ANNOTATION)
+            .map(|d| {
+                d.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        started: ["/transitionTimes/triggerTime", "/transitionTimes/initTime"]
+            .iter()
+            .map(|p| str_at(status, p))
+            .find(|s| !s.is_empty())
+            .map(str::to_string),
+        finished: Some(str_at(status, "/transitionTimes/finishedTime"))
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
     }
 }
 
+/// `metadata.<map>.<key>` without building the map.
+fn meta_str<'a>(o: &'a Value, map: &str, key: &str) -> Option<&'a str> {
+    o.get("metadata")?.get(map)?.get(key)?.as_str()
+}
+
 /// The name of the owner of `kind` in the object's ownerReferences.
-fn owner(o: &Value, kind: &str) -> Option<String> {
+pub fn owner(o: &Value, kind: &str) -> Option<String> {
     o.pointer("/metadata/ownerReferences")?
         .as_array()?
         .iter()
@@ -258,7 +299,7 @@ fn owner(o: &Value, kind: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-fn parent(o: &Value) -> Option<&str> {
+pub fn parent(o: &Value) -> Option<&str> {
     o.pointer("/metadata/labels")
         .and_then(|l| l.get(ENCOMPASSED_BY_LABEL))
         .and_then(Value::as_str)
@@ -266,11 +307,11 @@ fn parent(o: &Value) -> Option<&str> {
 }
 
 fn counts(kind: &'static str, objects: &[Value]) -> KindCounts {
-    let mut by_phase: BTreeMap<String, usize> = BTreeMap::new();
+    let mut by_phase: BTreeMap<&str, usize> = BTreeMap::new();
     for o in objects {
         let p = str_at(o, "/status/phase");
         *by_phase
-            .entry(if p.is_empty() { "-".into() } else { p.into() })
+            .entry(if p.is_empty() { "-" } else { p })
             .or_default() += 1;
     }
     KindCounts {
@@ -279,8 +320,8 @@ fn counts(kind: &'static str, objects: &[Value]) -> KindCounts {
         phases: by_phase
             .into_iter()
             .map(|(phase, count)| PhaseCount {
-                tone: tone(&phase),
-                phase,
+                tone: tone(phase),
+                phase: phase.to_string(),
                 count,
             })
             .collect(),
@@ -405,33 +446,166 @@ pub fn overview(snapshot: &Snapshot) -> Overview {
         .collect();
     tree.sort_by(|a, b| (&a.row.namespace, &a.row.name).cmp(&(&b.row.namespace, &b.row.name)));
 
-    let running = running_jobs(&tree);
-    let mut failed: Vec<Row> = snapshot
-        .installations
-        .iter()
-        .map(|o| row("Installation", o))
-        .chain(snapshot.executions.iter().map(|o| row("Execution", o)))
-        .chain(snapshot.deploy_items.iter().map(|o| row("DeployItem", o)))
-        .filter(|r| r.tone == "bad")
-        .collect();
-    failed.sort_by(|a, b| (a.kind, &a.namespace, &a.name).cmp(&(b.kind, &b.namespace, &b.name)));
-    let mut files: Vec<FileRow> = snapshot.files.iter().map(file_row).collect();
-    files.sort_by(|a, b| (a.error.is_none(), &a.path).cmp(&(b.error.is_none(), &b.path)));
-    let mut archives: Vec<ArchiveRow> = snapshot.archives.iter().map(archive_row).collect();
-    archives.sort_by(|a, b| (a.error.is_none(), &a.path).cmp(&(b.error.is_none(), &b.path)));
-    Overview {
-        counts: vec![
+    let orphans = orphan_causes(&tree, snapshot);
+    let mut o = Overview {
+        roots: tree,
+        orphans,
+        ..Overview::default()
+    };
+    o.summarise(snapshot);
+    o
+}
+
+impl Overview {
+    /// Recomputes what derives from the tree and the lists (counts, root causes, running jobs,
+    /// files, archives) after the tree's rows changed.
+    pub fn summarise(&mut self, snapshot: &Snapshot) {
+        self.running = running_jobs(&self.roots);
+        let mut causes = Vec::new();
+        for node in &self.roots {
+            root_causes(node, &mut Vec::new(), &mut causes);
+        }
+        // Objects outside the tree (standalone Executions and their items, installations
+        // whose parent is gone).
+        causes.extend(self.orphans.iter().cloned());
+        self.causes = causes;
+        let mut files: Vec<FileRow> = snapshot.files.iter().map(file_row).collect();
+        files.sort_by(|a, b| (a.error.is_none(), &a.path).cmp(&(b.error.is_none(), &b.path)));
+        self.files = files;
+        let mut archives: Vec<ArchiveRow> = snapshot.archives.iter().map(archive_row).collect();
+        archives.sort_by(|a, b| (a.error.is_none(), &a.path).cmp(&(b.error.is_none(), &b.path)));
+        self.archives = archives;
+        self.counts = vec![
             counts("Installation", &snapshot.installations),
             counts("Execution", &snapshot.executions),
             counts("DeployItem", &snapshot.deploy_items),
-        ],
-        running,
-        failed,
-        files,
-        archives,
-        roots: tree,
-        revision: snapshot.revision,
+        ];
+        self.revision = snapshot.revision;
     }
+}
+
+/// One step of the path to a root cause.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PathStep {
+    pub kind: &'static str,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl PathStep {
+    fn of(r: &Row) -> PathStep {
+        PathStep {
+            kind: r.kind,
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+        }
+    }
+}
+
+/// A failure at its root cause.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Cause {
+    pub row: Row,
+    /// From the root installation down to the cause's owner.
+    pub path: Vec<PathStep>,
+}
+
+/// Adds the root causes below `node` (and `node` itself when it failed while nothing below
+/// it did); whether anything in the subtree failed.
+fn root_causes(node: &InstallationNode, path: &mut Vec<PathStep>, out: &mut Vec<Cause>) -> bool {
+    let mut below = false;
+    path.push(PathStep::of(&node.row));
+    if let Some(e) = &node.execution {
+        path.push(PathStep::of(&e.row));
+        for item in e.items.iter().filter(|i| i.tone == "bad") {
+            out.push(Cause {
+                row: item.clone(),
+                path: path.clone(),
+            });
+            below = true;
+        }
+        path.pop();
+        if e.row.tone == "bad" && !below {
+            out.push(Cause {
+                row: e.row.clone(),
+                path: path.clone(),
+            });
+            below = true;
+        }
+    }
+    for c in &node.children {
+        below |= root_causes(c, path, out);
+    }
+    path.pop();
+    if node.row.tone == "bad" && !below {
+        out.push(Cause {
+            row: node.row.clone(),
+            path: path.clone(),
+        });
+        return true;
+    }
+    below || node.row.tone == "bad"
+}
+
+fn tree_keys<'a>(nodes: &'a [InstallationNode], keys: &mut std::collections::HashSet<&'a str>) {
+    for n in nodes {
+        keys.insert(&n.row.key);
+        if let Some(e) = &n.execution {
+            keys.insert(&e.row.key);
+            keys.extend(e.items.iter().map(|i| i.key.as_str()));
+        }
+        tree_keys(&n.children, keys);
+    }
+}
+
+/// Failed objects the tree does not hold: an item is the cause, its Execution only when none
+/// of its items failed.
+fn orphan_causes(tree: &[InstallationNode], snapshot: &Snapshot) -> Vec<Cause> {
+    let mut in_tree = std::collections::HashSet::new();
+    tree_keys(tree, &mut in_tree);
+    let mut out = Vec::new();
+    let mut executions_with_failed_items = std::collections::HashSet::new();
+    for di in &snapshot.deploy_items {
+        let r = row("DeployItem", di);
+        if r.tone != "bad" || in_tree.contains(r.key.as_str()) {
+            continue;
+        }
+        let path = match owner(di, "Execution") {
+            Some(exec) => {
+                executions_with_failed_items.insert((r.namespace.clone(), exec.clone()));
+                vec![PathStep {
+                    kind: "Execution",
+                    namespace: r.namespace.clone(),
+                    name: exec,
+                }]
+            }
+            None => Vec::new(),
+        };
+        out.push(Cause { row: r, path });
+    }
+    for o in snapshot
+        .executions
+        .iter()
+        .map(|o| row("Execution", o))
+        .chain(
+            snapshot
+                .installations
+                .iter()
+                .map(|o| row("Installation", o)),
+        )
+    {
+        if o.tone == "bad"
+            && !in_tree.contains(o.key.as_str())
+            && (o.kind != "Execution"
+                || !executions_with_failed_items.contains(&(o.namespace.clone(), o.name.clone())))
+        {
+            out.push(Cause {
+                row: o,
+                path: Vec::new(),
+            });
+        }
+    }
+    out
 }
 
 /// Installations with a running job anywhere in the tree, with progress over their direct
@@ -536,8 +710,8 @@ mod tests {
         // Progress: child and item b finished, item a not.
         assert_eq!(o.running.len(), 1);
         assert_eq!((o.running[0].finished, o.running[0].total), (2, 3));
-        assert_eq!(o.failed.len(), 1);
-        assert_eq!(o.failed[0].key, "Installation/ns/other");
+        assert_eq!(o.causes.len(), 1);
+        assert_eq!(o.causes[0].row.key, "Installation/ns/other");
         assert_eq!(o.files[0].path, "bad.yaml");
         assert_eq!(
             o.files[0].error.as_deref(),

@@ -1204,7 +1204,7 @@ mod steps {
             Some((
                 "False".to_string(),
                 "CreateDataObjects".to_string(),
-                "unable to create data object for export out".to_string(),
+                "unable to create data object for export x".to_string(),
                 NOW.to_string(),
                 NOW.to_string(),
             ))
@@ -1426,14 +1426,20 @@ mod steps {
             own_condition(&st, "ReadyPostcondition"),
             ("True".into(), "ConditionMet".into())
         );
-        // Without a block: Landscaper's Completing, no condition.
+        // Without a block: Landscaper's Completing, only Landscaper's own CreateExports.
         let s = run(
             &completing("a"),
             &completing_view(exports(1), BTreeMap::new()),
         );
         let st = written_status(&s, "a");
         assert_eq!(st.phase, Some(Phase::Succeeded));
-        assert!(st.conditions.is_none());
+        let types: Vec<&str> = st
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| c.r#type.as_str())
+            .collect();
+        assert_eq!(types, ["CreateExports"]);
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub struct ManifestFileStatus {
     /// `Applied`, `Error` or `Skipped`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    /// Objects created through the API that this file's last applied revision took over (it
+    /// defines them now); recorded as a `TakenOver` event, cleared by the next write.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taken_over: Option<Vec<ManifestObjectReference>>,
 }
 
 /// One object defined by a manifest file.

@@ -37,6 +37,10 @@ pub struct ObjectMeta {
     pub owner_references: Option<Vec<OwnerReference>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finalizers: Option<Vec<String>>,
+    /// Which field manager wrote which fields (server-side apply's bookkeeping), kept as the
+    /// API writes it (`kube-patch` reads and writes the entries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed_fields: Option<Vec<serde_json::Value>>,
 }
 
 /// One entry of `metadata.ownerReferences`.

@@ -68,6 +68,10 @@ pub struct HistoryEntry {
     /// their changes (the workflow conditions of issue 19).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<ConditionNote>,
+    /// What a manifest file took over from the API in this change (`status.takenOver`):
+    /// `Installation ns/name, DataObject ns/other`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_over: Option<String>,
 }
 
 /// One entry of an object's `status.conditions` as a history entry keeps it.
@@ -108,6 +112,25 @@ fn condition_notes(object: &Value) -> Vec<ConditionNote> {
         .unwrap_or_default()
 }
 
+/// `status.takenOver` of a ManifestFile as one line: `Installation ns/a, Target ns/b`.
+fn taken_over(object: &Value) -> Option<String> {
+    let list = object.pointer("/status/takenOver")?.as_array()?;
+    let text = |r: &Value, f: &str| {
+        r.get(f)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let names: Vec<String> = list
+        .iter()
+        .map(|r| match text(r, "namespace") {
+            ns if ns.is_empty() => format!("{} {}", text(r, "kind"), text(r, "name")),
+            ns => format!("{} {ns}/{}", text(r, "kind"), text(r, "name")),
+        })
+        .collect();
+    (!names.is_empty()).then(|| names.join(", "))
+}
+
 impl HistoryEntry {
     pub(crate) fn from_change(revision: u64, time: &str, change: &Change) -> Self {
         let generation = match crate::object::generation(&change.object) {
@@ -139,11 +162,34 @@ impl HistoryEntry {
             previous_phase: change.previous_phase.clone(),
             message,
             conditions: condition_notes(&change.object),
+            taken_over: taken_over(&change.object),
         }
     }
 
     /// Whether this entry records a phase transition.
     pub fn is_phase_transition(&self) -> bool {
         self.phase.is_some() && self.phase != self.previous_phase
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_manifest_files_takeover_is_noted() {
+        let file = json!({"metadata": {"name": "f"}, "status": {"phase": "Applied",
+            "takenOver": [
+                {"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Installation",
+                    "namespace": "ns", "name": "a"},
+                {"apiVersion": "appliance.landscaper-appliance.io/v1alpha1", "kind": "Context",
+                    "name": "c"}]}});
+        assert_eq!(
+            taken_over(&file).as_deref(),
+            Some("Installation ns/a, Context c")
+        );
+        assert_eq!(taken_over(&json!({"status": {"takenOver": []}})), None);
+        assert_eq!(taken_over(&json!({"status": {}})), None);
     }
 }

@@ -2,7 +2,8 @@
 //! cluster.
 //!
 //! What is exported: the objects the manifest files define (the `ManifestFile` objects list
-//! them in `status.objects`), that is what the user wrote. Everything the controllers made
+//! them in `status.objects`) and the objects created through the API (no file defines them and
+//! no controller owns them), that is what the user wrote. Everything the controllers made
 //! (Executions, DeployItems, subinstallations, export DataObjects and Targets, export Secrets)
 //! is left out, because Landscaper makes it again from the Installations; the appliance's own
 //! kind (`ManifestFile`) is left out too. Objects being deleted are skipped.
@@ -178,8 +179,12 @@ pub fn plan(objects: &[Value]) -> Result<ExportPlan, ExportError> {
             ),
             message: e.to_string(),
         })?;
+        // What the files define and what was created through the API (no file, no
+        // controlling owner); not what the controllers made.
+        let created_through_the_api = !matches!(key.kind, Kind::TransportArchive)
+            && crate::daemon::ingest::engine::controlled_by(stored).is_none();
         if key.kind == Kind::ManifestFile
-            || !defined.contains(&key)
+            || !(defined.contains(&key) || created_through_the_api)
             || object::deletion_timestamp(stored).is_some()
         {
             *plan.skipped.entry(key.kind).or_default() += 1;
@@ -824,7 +829,13 @@ mod tests {
             "kind": "Installation", "metadata": {"name": "root-sub", "namespace": "edge",
             "ownerReferences": [{"uid": "u1"}]}, "spec": {}});
         let execution = json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1",
-            "kind": "Execution", "metadata": {"name": "root", "namespace": "edge"}, "spec": {}});
+            "kind": "Execution", "metadata": {"name": "root", "namespace": "edge",
+                "ownerReferences": [{"uid": "u1", "kind": "Installation", "name": "root"}]},
+            "spec": {}});
+        // Created through the API: no file, no controller.
+        let through_api = json!({"apiVersion": "landscaper.gardener.cloud/v1alpha1",
+            "kind": "DataObject", "metadata": {"name": "by-api", "namespace": "edge",
+                "managedFields": [{"manager": "kubectl"}]}, "data": 1});
         let secret = json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "kc", "namespace": "default", "uid": "u2"},
             "type": "Opaque", "data": {"kubeconfig": "c2VjcmV0"}});
@@ -837,6 +848,7 @@ mod tests {
             execution,
             secret,
             deleting,
+            through_api,
             manifest_file(json!([
                 reference(Kind::Installation, "edge", "root"),
                 reference(Kind::Secret, "default", "kc"),
@@ -851,7 +863,15 @@ mod tests {
             .collect();
         assert_eq!(
             paths,
-            ["default/secrets/kc.yaml", "edge/installations/root.yaml"]
+            [
+                "default/secrets/kc.yaml",
+                "edge/dataobjects/by-api.yaml",
+                "edge/installations/root.yaml"
+            ]
+        );
+        assert_eq!(
+            plan.objects[1].object["metadata"],
+            json!({"name": "by-api", "namespace": "edge"})
         );
         assert_eq!(plan.namespaces, BTreeSet::from(["edge".to_string()]));
         assert_eq!(
@@ -863,7 +883,7 @@ mod tests {
                 (Kind::ManifestFile, 1)
             ])
         );
-        let inst = &plan.objects[1].object;
+        let inst = &plan.objects[2].object;
         assert_eq!(
             inst["metadata"],
             json!({"name": "root", "namespace": "edge", "labels": {"team": "a"},

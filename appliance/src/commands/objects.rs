@@ -6,11 +6,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use landscaper_store::Kind;
 use landscaper_store::model::constants::{
     ENCOMPASSED_BY_LABEL, EXECUTION_MANAGED_BY_LABEL, OPERATION_ANNOTATION, OPERATION_INTERRUPT,
     OPERATION_RECONCILE,
 };
+use landscaper_store::{Kind, ObjectKey};
 use serde_json::{Value, json};
 
 use crate::cli::{
@@ -246,6 +246,16 @@ pub fn describe(args: &DescribeArgs, out: &mut impl Write) -> anyhow::Result<()>
     let namespace = args.namespace.as_deref().unwrap_or("default");
     let object = client.get_json(&api_path(kind, Some(namespace), Some(&args.name)))?;
     write!(out, "{}", to_yaml(&object)?)?;
+    // Who owns it: its manifest file, its controller, or the API (issue 20).
+    let files = client.get_json(&api_path(Kind::ManifestFile, None, None))?;
+    let files = files["items"].as_array().cloned().unwrap_or_default();
+    let key = ObjectKey::new(
+        kind,
+        if kind.namespaced() { namespace } else { "" },
+        &args.name,
+    );
+    let owner = crate::daemon::api::write::owner_among(&files, &key, &object);
+    writeln!(out, "\nOwner: {}", owner.describe())?;
     let conditions = condition_rows(&object, jiff::Timestamp::now());
     if !conditions.is_empty() {
         writeln!(out, "\nConditions:")?;

@@ -32,7 +32,7 @@ pub mod kubeconfig;
 pub mod object;
 pub mod openapi;
 pub mod patching;
-pub mod protobuf;
+pub use kube_protobuf as protobuf;
 pub mod resources;
 pub mod rollout;
 pub mod scale;

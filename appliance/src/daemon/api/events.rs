@@ -13,6 +13,7 @@
 //! | phase transition                            | the new phase       | `phase A -> B[: error]`         |
 //! | deletion requested, phase unchanged         | `DeletionRequested` | `deletion requested`            |
 //! | other change with an error, phase unchanged | `Error`             | the error                       |
+//! | a file took over objects made by the API    | `TakenOver`         | `took over <Kind ns/name>, ...` |
 //!
 //! The error is the history entry's message (the object's `status.lastError.message`, at most
 //! 500 characters). `type` is `Warning` for the phases `Failed` and `DeleteFailed`, for `Error`
@@ -232,6 +233,16 @@ fn draft(entry: &HistoryEntry, conditions_changed: &[&ConditionNote]) -> Option<
         warning,
         aggregatable,
     };
+    if let (Some(taken), ChangeType::Added | ChangeType::Modified) =
+        (&entry.taken_over, entry.change_type)
+    {
+        return Some(draft(
+            "TakenOver",
+            format!("took over {taken}, created through the API: the file defines it now"),
+            false,
+            false,
+        ));
+    }
     Some(match entry.change_type {
         ChangeType::Added => {
             let created = match phase {
@@ -695,11 +706,37 @@ mod tests {
             phase: phases.1.map(str::to_string),
             message: message.map(str::to_string),
             conditions: Vec::new(),
+            taken_over: None,
         }
     }
 
     fn inst(name: &str) -> ObjectKey {
         ObjectKey::new(Kind::Installation, "e2e", name)
+    }
+
+    #[test]
+    fn a_file_taking_over_api_objects_is_a_normal_event() {
+        let file = ObjectKey::new(Kind::ManifestFile, "", "shop.yaml");
+        let mut taken = entry(
+            9,
+            &file,
+            ChangeType::Modified,
+            (Some("Applied"), Some("Applied")),
+            None,
+        );
+        // Without the note, an unchanged phase is no event.
+        assert!(draft(&taken, &[]).is_none());
+        taken.taken_over = Some("Installation e2e/shop".into());
+        let event = draft(&taken, &[]).unwrap();
+        assert_eq!(event.reason, "TakenOver");
+        assert!(!event.warning);
+        assert_eq!(
+            event.message,
+            "took over Installation e2e/shop, created through the API: the file defines it now"
+        );
+        // Also when the file is new.
+        taken.change_type = ChangeType::Added;
+        assert_eq!(draft(&taken, &[]).unwrap().reason, "TakenOver");
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! The appliance answers like a Kubernetes API server so that `kubectl` and other Kubernetes
 //! clients can read its objects: discovery (aggregated and legacy), `get`, `list` and `watch` of
 //! every stored kind, server-side table printing, and errors as `Status` objects. Writes need the
-//! bearer token ([`token`]) and are limited to what operations need ([`write`]): `PATCH` of
-//! annotations and labels, `DELETE` of objects no manifest file defines; other verbs answer
-//! 405. Secret values, Target kubeconfigs and the data of DataObjects copied from Secrets are
+//! bearer token ([`token`]) and follow who owns the object ([`write`]): create, update, patch
+//! (JSON, merge, strategic for core kinds, server-side apply) and delete of objects created
+//! through the API; labels and annotations only of objects a manifest file or a controller owns.
+//! Secret values, Target kubeconfigs and the data of DataObjects copied from Secrets are
 //! redacted unless the caller is authorised (the token, or the Unix socket; see [`objects`] and
 //! [`listen`]). Over TCP the `Host` header must name this server ([`listen::check_host`]), and
 //! [`serve`] disconnects clients that do not finish their headers in time.
@@ -25,7 +26,7 @@
 //! - [`negotiate`]: query parameters (selectors, watch options) and `Accept` negotiation;
 //! - [`status`]: errors as Kubernetes `Status` objects;
 //! - [`token`]: the bearer token that authorises writes and secret reads, and its file;
-//! - [`write`]: `PATCH` (annotations, labels) and `DELETE` handlers;
+//! - [`write`]: `POST`, `PUT`, `PATCH` and `DELETE` handlers, the ownership rule;
 //! - [`health`]: `/healthz`, `/livez`, `/readyz`.
 
 pub mod auth;

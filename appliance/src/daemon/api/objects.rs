@@ -1,5 +1,5 @@
 //! Reads of objects: `GET` of one object, `LIST` of a collection (all namespaces or one), and
-//! the dispatch of `?watch=true` to [`super::watch`]; `PATCH` and `DELETE` go to
+//! the dispatch of `?watch=true` to [`super::watch`]; `POST`, `PUT`, `PATCH` and `DELETE` go to
 //! [`super::write`], other verbs answer 405.
 //!
 //! Secrets are always redacted (authorisation comes later): every value of `data` becomes
@@ -121,6 +121,10 @@ async fn dispatch(
         Method::PATCH => {
             super::write::patch(&state, target, &params, &headers, &caller, body).await
         }
+        Method::POST => {
+            super::write::create(&state, target, &params, &headers, &caller, body).await
+        }
+        Method::PUT => super::write::update(&state, target, &params, &headers, &caller, body).await,
         Method::DELETE => super::write::delete(&state, target, &params, &caller, body).await,
         other => Ok(super::write::unsupported(other.as_str(), target.resource())),
     }

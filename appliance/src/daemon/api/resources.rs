@@ -142,7 +142,12 @@ impl Resource {
 
     pub fn verbs(self) -> &'static [&'static str] {
         match self {
-            Resource::Kind(_) => &["delete", "get", "list", "patch", "watch"],
+            Resource::Kind(Kind::ManifestFile | Kind::TransportArchive) => {
+                &["delete", "get", "list", "patch", "watch"]
+            }
+            Resource::Kind(_) => &[
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ],
             Resource::Namespaces | Resource::Events => &["get", "list"],
         }
     }

@@ -148,6 +148,61 @@ impl ApiError {
         }
     }
 
+    /// An object of this name exists already (409, reason `AlreadyExists`):
+    /// `installations.landscaper.gardener.cloud "x" already exists`.
+    pub fn already_exists(kind: Kind, name: &str) -> Self {
+        let plural = kind.plural();
+        ApiError {
+            details: details(plural, kind.group(), Some(name)),
+            ..ApiError::new(
+                StatusCode::CONFLICT,
+                "AlreadyExists",
+                format!(
+                    "{} \"{name}\" already exists",
+                    qualified(plural, kind.group())
+                ),
+            )
+        }
+    }
+
+    /// The caller may not do this to object `name` (403, reason `Forbidden`):
+    /// `installations.landscaper.gardener.cloud "x" is forbidden: <why>`.
+    pub fn forbidden(kind: Kind, name: &str, why: &str) -> Self {
+        let plural = kind.plural();
+        ApiError {
+            details: details(plural, kind.group(), Some(name)),
+            ..ApiError::new(
+                StatusCode::FORBIDDEN,
+                "Forbidden",
+                format!(
+                    "{} \"{name}\" is forbidden: {why}",
+                    qualified(plural, kind.group())
+                ),
+            )
+        }
+    }
+
+    /// Server-side apply found fields other managers own (409 `Conflict`, one
+    /// `FieldManagerConflict` cause per field), with kube-patch's wording of kube's message.
+    pub fn apply_conflict(kind: Kind, name: &str, error: &kube_patch::PatchError) -> Self {
+        let plural = kind.plural();
+        let mut details = details(plural, kind.group(), Some(name));
+        if let kube_patch::PatchError::Conflict(conflicts) = error {
+            let causes: Vec<Value> = conflicts
+                .iter()
+                .map(|c| {
+                    json!({"reason": "FieldManagerConflict",
+                        "message": format!("conflict with {}", c.description), "field": c.field})
+                })
+                .collect();
+            details.insert("causes".into(), Value::Array(causes));
+        }
+        ApiError {
+            details,
+            ..ApiError::new(StatusCode::CONFLICT, "Conflict", error.to_string())
+        }
+    }
+
     /// A request that would change `field` of object `name`, which may not be changed (422,
     /// like kube-apiserver's validation errors): `<Kind>.<group> "<name>" is invalid:
     /// <field>: Forbidden: <why>`, with the field in `details.causes`.
@@ -180,7 +235,14 @@ impl ApiError {
         ApiError::invalid(kind, name, &error.field, cause, label, why)
     }
 
-    fn invalid(kind: Kind, name: &str, field: &str, cause: &str, label: &str, why: &str) -> Self {
+    pub fn invalid(
+        kind: Kind,
+        name: &str,
+        field: &str,
+        cause: &str,
+        label: &str,
+        why: &str,
+    ) -> Self {
         // Like kube-apiserver, validation errors name the kind, not the resource.
         let mut details = details(kind.as_str(), kind.group(), Some(name));
         details.insert(
@@ -233,7 +295,7 @@ impl From<StoreError> for ApiError {
                 "the object has been modified; please apply your changes to the latest version and try again",
             ),
             StoreError::Transaction(TransactionError::AlreadyExists { key }) => {
-                ApiError::conflict(key.kind, &key.name, "the object already exists")
+                ApiError::already_exists(key.kind, &key.name)
             }
             StoreError::Encoding(EncodingError::Invalid {
                 key,

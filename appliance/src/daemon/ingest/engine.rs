@@ -501,6 +501,7 @@ impl State {
                         old.as_ref().and_then(|r| r.applied_sha.as_deref()) != Some(sha.as_str());
                     let (mut created, mut updated) = (0, 0);
                     let current = stored.remove(&rel).unwrap_or_default();
+                    let mut taken_over = Vec::new();
                     for (obj, existing) in parsed.objects.iter().zip(current) {
                         match existing {
                             None => {
@@ -508,6 +509,13 @@ impl State {
                                 created += 1;
                             }
                             Some(existing) => {
+                                // No file defined it and no controller made it: the API did.
+                                if !self.owners.contains_key(&obj.key)
+                                    && controlled_by(&existing).is_none()
+                                {
+                                    tracing::info!(file = %rel, object = %obj.key, "the manifest file takes over an object created through the API");
+                                    taken_over.push(reference(&obj.key));
+                                }
                                 let desired = merge(&existing, &obj.object, new_revision);
                                 if desired != existing {
                                     transaction = transaction.update(desired);
@@ -542,6 +550,7 @@ impl State {
                         skipped: None,
                         warnings: (!warnings.is_empty()).then(|| warnings.clone()),
                         phase: Some(PHASE_APPLIED.into()),
+                        taken_over: (!taken_over.is_empty()).then_some(taken_over),
                     };
                     let transaction = with_manifest(transaction, current_mf, &name, &rel, status);
                     FilePlan {
@@ -581,6 +590,7 @@ impl State {
                         observed_sha256: observed.clone(),
                         skipped: None,
                         phase: Some(PHASE_ERROR.into()),
+                        taken_over: None,
                         ..previous.clone()
                     };
                     let transaction = with_manifest(transaction, current_mf, &name, &rel, status);
@@ -619,6 +629,7 @@ impl State {
                         warnings: None,
                         observed_sha256: None,
                         phase: Some(PHASE_SKIPPED.into()),
+                        taken_over: None,
                     };
                     let transaction = with_manifest(transaction, current_mf, &name, &rel, status);
                     FilePlan {
@@ -825,7 +836,7 @@ fn object_error(
 }
 
 /// Why an object belongs to a controller rather than to a file, if it does.
-fn controlled_by(existing: &Value) -> Option<String> {
+pub(crate) fn controlled_by(existing: &Value) -> Option<String> {
     if let Some(owner) = object::metadata(existing)
         .and_then(|m| m.get("ownerReferences"))
         .and_then(Value::as_array)

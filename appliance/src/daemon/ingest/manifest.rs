@@ -325,21 +325,7 @@ fn admit(
                 .into(),
         ));
     }
-    let validated = validate_object(&object).map_err(|e| field_error(&e.field, e.message))?;
-    if validated.kind == Kind::Execution
-        && let Ok(exec) = model::from_value::<model::Execution>(&validated.object)
-    {
-        // Workflow conditions (issue 19) are compiled when the Execution is loaded.
-        crate::daemon::controllers::execution::machine::workflow::check_admission(&exec)
-            .map_err(|(field, message)| field_error(&field, message))?;
-    }
-    if validated.kind == Kind::Installation
-        && let Ok(inst) = model::from_value::<model::Installation>(&validated.object)
-    {
-        // The Installation's own workflow block (issue 19) is compiled when it is loaded.
-        crate::daemon::controllers::installation::workflow::check_admission(&inst)
-            .map_err(|(field, message)| field_error(&field, message))?;
-    }
+    let validated = admit_object(&object).map_err(|e| field_error(&e.field, e.message))?;
     for warning in validated.warnings {
         let field = warning
             .strip_prefix("unknown field \"")
@@ -354,7 +340,6 @@ fn admit(
         warn(&field, message);
     }
     let mut object = validated.object;
-    model::prepare_for_storage(validated.kind, &mut object);
     let key = object::key_of(&object).map_err(|e| match e {
         landscaper_store::StoreError::Encoding(landscaper_store::EncodingError::Invalid {
             field,
@@ -368,6 +353,30 @@ fn admit(
             .insert("namespace".into(), Value::String(DEFAULT_NAMESPACE.into()));
     }
     Ok((key, object))
+}
+
+/// The admission of one object as the folder and the API's writes do it: the model's
+/// validation ([`validate_object`]: typed parsing, unknown fields as warnings, semantic checks),
+/// the workflow conditions of Executions compiled, then the object in its stored form
+/// (`stringData` of Secrets folded into `data`).
+pub(crate) fn admit_object(object: &Value) -> Result<model::ValidatedObject, model::ModelError> {
+    let mut validated = validate_object(object)?;
+    if validated.kind == Kind::Execution
+        && let Ok(exec) = model::from_value::<model::Execution>(&validated.object)
+    {
+        // Workflow conditions (issue 19) are compiled when the Execution is loaded.
+        crate::daemon::controllers::execution::machine::workflow::check_admission(&exec)
+            .map_err(|(field, message)| model::ModelError::new(field, message))?;
+    }
+    if validated.kind == Kind::Installation
+        && let Ok(inst) = model::from_value::<model::Installation>(&validated.object)
+    {
+        // The Installation's own workflow block (issue 19) is compiled when it is loaded.
+        crate::daemon::controllers::installation::workflow::check_admission(&inst)
+            .map_err(|(field, message)| model::ModelError::new(field, message))?;
+    }
+    model::prepare_for_storage(validated.kind, &mut validated.object);
+    Ok(validated)
 }
 
 fn describe(value: &Value) -> &'static str {

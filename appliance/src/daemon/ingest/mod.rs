@@ -13,7 +13,7 @@
 //! rescans until cancelled), or [`Ingestor::rescan`] for one scan.
 
 pub mod archives;
-mod engine;
+pub(crate) mod engine;
 pub mod manifest;
 pub mod names;
 pub mod scan;

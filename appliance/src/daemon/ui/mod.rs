@@ -326,17 +326,27 @@ async fn installation(
         let Some(node) = find_node(&overview.roots, &key).cloned() else {
             return Ok(None);
         };
-        let parent = snapshot
+        let stored = snapshot
             .installations
             .iter()
-            .find(|i| object::namespace(i) == ns && object::name(i) == n)
-            .and_then(|i| object::labels(i).get(ENCOMPASSED_BY_LABEL).cloned());
+            .find(|i| object::namespace(i) == ns && object::name(i) == n);
+        let parent = stored.and_then(|i| object::labels(i).get(ENCOMPASSED_BY_LABEL).cloned());
+        let owner = stored.map(|i| {
+            let key = ObjectKey::new(Kind::Installation, &ns, &n);
+            crate::daemon::api::write::owner_among(&snapshot.files, &key, i).describe()
+        });
         let exports = exports_of(&store, &ns, &n)?;
         let history = history_of(&store, &node)?;
-        Ok::<_, StoreError>(Some((node, parent, exports, history, snapshot.revision)))
+        Ok::<_, StoreError>(Some((
+            node,
+            (parent, owner),
+            exports,
+            history,
+            snapshot.revision,
+        )))
     })
     .await;
-    let (node, parent, exports, history, revision) = match read {
+    let (node, (parent, owner), exports, history, revision) = match read {
         Ok(Ok(Some(found))) => found,
         Ok(Ok(None)) => {
             return html(
@@ -358,6 +368,7 @@ async fn installation(
         minijinja::context! {
             node => to_value(&node),
             parent => parent,
+            owner => owner,
             exports => to_value(&exports),
             history => to_value(&history),
             revision => revision,

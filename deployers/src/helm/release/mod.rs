@@ -21,7 +21,7 @@
 //!   ([`patch::three_way_strategic_patch`]) with the list strategies of kube-patch's type table
 //!   (`kube_patch::TypeNode`); built-in kinds missing from that table have their lists sent
 //!   whole (dropped list items are not deleted by `$patch: delete` there). Extending the table
-//!   in tests/kube-patch extends both the test server and the deployer. `$retainKeys` is
+//!   in kubepatch/ extends both the test server and the deployer. `$retainKeys` is
 //!   sent for the fields the table flags with the `retainKeys` strategy (Deployment
 //!   `strategy`, Pod `volumes`), as kube's `diffMaps` builds it.
 //! - `--wait` (and `atomic`) of install/upgrade is Helm 3.19's waiter ([`wait`]: Pods,

@@ -29,12 +29,15 @@ pub struct MockConfiguration {
     pub continuous_reconcile: Option<Value>,
 }
 
+/// The reason of the error a mock item with an invalid provider configuration fails with.
+pub const INVALID_CONFIGURATION_REASON: &str = "ProviderConfigurationInvalid";
+
 impl MockConfiguration {
     pub fn parse(config: &Value) -> Result<MockConfiguration, DeployerError> {
         MockConfiguration::deserialize(config).map_err(|e| {
             DeployerError::configuration_problem(
                 "reconcile",
-                "ProviderConfigurationInvalid",
+                INVALID_CONFIGURATION_REASON,
                 format!("invalid mock provider configuration: {e}"),
             )
         })

@@ -118,6 +118,20 @@ pub const CONDITION_COMPONENT_REFERENCE_OVERWRITE: &str = "ComponentReferenceOve
 pub const CONDITION_RECONCILE_DEPLOY_ITEMS: &str = "ReconcileDeployItems";
 pub const CONDITION_DEPLOY_ITEM_VALIDATION: &str = "DeployItemValidation";
 
+// Reasons and messages of those conditions, as Landscaper writes them (installations'
+// `executions/operation.go` and `operation.go`, the mock deployer's `getConfig`).
+pub const REASON_EXECUTION_DEPLOYED: &str = "ExecutionDeployed";
+pub const MESSAGE_EXECUTION_DEPLOYED: &str = "Deployed execution item";
+pub const REASON_CREATE_OR_UPDATE_EXECUTION: &str = "CreateOrUpdateExecution";
+pub const MESSAGE_CREATE_OR_UPDATE_EXECUTION: &str = "Unable to create or update execution";
+pub const REASON_DATA_OBJECTS_CREATED: &str = "DataObjectsCreated";
+pub const MESSAGE_DATA_OBJECTS_CREATED: &str = "DataObjects successfully created";
+pub const REASON_CREATE_DATA_OBJECTS: &str = "CreateDataObjects";
+pub const REASON_CREATE_TARGETS: &str = "CreateTargets";
+pub const REASON_SUCCESSFUL_VALIDATION: &str = "SuccessfullValidation";
+pub const MESSAGE_SUCCESSFUL_VALIDATION: &str = "Successfully validated configuration";
+pub const REASON_FAILED_UNMARSHAL: &str = "FailedUnmarshal";
+
 // --- error codes -------------------------------------------------------------------------------
 
 pub const ERR_UNAUTHORIZED: &str = "ERR_UNAUTHORIZED";

@@ -351,4 +351,110 @@ fn kubectl_waits_for_conditions_and_the_phase() {
         assert!(!ok, "{condition}");
         assert!(err.contains("timed out waiting for the condition"), "{err}");
     }
+    // Landscaper's own conditions: the installation's ReconcileExecution and CreateExports, the
+    // mock item's DeployItemValidation.
+    for condition in ["ReconcileExecution", "CreateExports"] {
+        let out = kubectl.ok(&[
+            "wait",
+            "-n",
+            "e2e",
+            "installation/flagged",
+            &format!("--for=condition={condition}"),
+            "--timeout=30s",
+        ]);
+        assert!(out.contains("condition met"), "{condition}: {out}");
+    }
+    let reason = kubectl.ok(&[
+        "get",
+        "-n",
+        "e2e",
+        "installation/flagged",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"ReconcileExecution\")].reason}",
+    ]);
+    assert_eq!(reason, "ExecutionDeployed");
+    let out = kubectl.ok(&[
+        "wait",
+        "-n",
+        "e2e",
+        &format!("deployitem/{item}"),
+        "--for=condition=DeployItemValidation",
+        "--timeout=30s",
+    ]);
+    assert!(out.contains("condition met"), "{out}");
+    // A mock item whose provider configuration cannot be read: False, FailedUnmarshal.
+    daemon.write("broken.yaml", BROKEN);
+    eventually(Duration::from_secs(30), "the broken item exists", || {
+        let items: Value = serde_json::from_str(&kubectl.ok(&[
+            "get",
+            "-n",
+            "e2e",
+            "deployitems",
+            "-l",
+            "execution.landscaper.gardener.cloud/name=bad",
+            "-o",
+            "json",
+        ]))
+        .ok()?;
+        items["items"][0]["metadata"]["name"]
+            .as_str()
+            .map(str::to_string)
+    });
+    let items: Value = serde_json::from_str(&kubectl.ok(&[
+        "get",
+        "-n",
+        "e2e",
+        "deployitems",
+        "-l",
+        "execution.landscaper.gardener.cloud/name=bad",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    let bad = items["items"][0]["metadata"]["name"].as_str().unwrap();
+    let out = kubectl.ok(&[
+        "wait",
+        "-n",
+        "e2e",
+        &format!("deployitem/{bad}"),
+        "--for=condition=DeployItemValidation=False",
+        "--timeout=60s",
+    ]);
+    assert!(out.contains("condition met"), "{out}");
+    let reason = kubectl.ok(&[
+        "get",
+        "-n",
+        "e2e",
+        &format!("deployitem/{bad}"),
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"DeployItemValidation\")].reason}",
+    ]);
+    assert_eq!(reason, "FailedUnmarshal");
 }
+
+const BROKEN: &str = r#"apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Installation
+metadata:
+  name: broken
+  namespace: e2e
+  annotations:
+    landscaper.gardener.cloud/operation: reconcile
+spec:
+  blueprint:
+    inline:
+      filesystem:
+        blueprint.yaml: |
+          apiVersion: landscaper.gardener.cloud/v1alpha1
+          kind: Blueprint
+          deployExecutions:
+            - name: default
+              type: GoTemplate
+              template: |
+                deployItems:
+                  - name: bad
+                    type: landscaper.gardener.cloud/mock
+                    config:
+                      apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+                      kind: ProviderConfiguration
+                      phase: [not, a, phase]
+"#;

@@ -382,8 +382,7 @@ impl ConditionResult {
 
 /// Records `result` of `kind` in `list` as the entry of type `condition_type` (the plain
 /// `ReconcilePrecondition` on the dependent itself, `<dependent>/ReconcilePrecondition` on its
-/// parent). An entry whose status, reason and message stay is left as it is (times included);
-/// `lastTransitionTime` moves only with the status. Returns whether `list` changed.
+/// parent), with [`set_condition`]'s rules. Returns whether `list` changed.
 pub fn record_condition(
     list: &mut Vec<Condition>,
     condition_type: &str,
@@ -391,26 +390,51 @@ pub fn record_condition(
     result: &ConditionResult,
     now: &str,
 ) -> bool {
+    let c = result.to_condition(kind, None, now);
+    set_condition(list, condition_type, &c.status, &c.reason, &c.message, now)
+}
+
+/// Landscaper's `CreateOrUpdateConditions` (`UpdatedCondition` merged into the list): sets the
+/// entry of type `condition_type` to `status`, `reason` and `message`. An entry whose status,
+/// reason and message stay is left as it is (times included); otherwise `lastUpdateTime` is
+/// `now`, and `lastTransitionTime` too when the status changes (a new entry starts from
+/// `Unknown`, so it gets both). Returns whether `list` changed.
+pub fn set_condition(
+    list: &mut Vec<Condition>,
+    condition_type: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    now: &str,
+) -> bool {
     let position = list.iter().position(|c| c.r#type == condition_type);
-    let mut condition = result.to_condition(kind, position.map(|i| &list[i]), now);
-    condition.r#type = condition_type.to_owned();
-    match position {
-        Some(i)
-            if list[i].status == condition.status
-                && list[i].reason == condition.reason
-                && list[i].message == condition.message =>
-        {
-            false
-        }
-        Some(i) => {
-            list[i] = condition;
-            true
-        }
-        None => {
-            list.push(condition);
-            true
-        }
+    let previous = position.map(|i| &list[i]);
+    if let Some(p) = previous
+        && p.status == status
+        && p.reason == reason
+        && p.message == message
+        && p.codes.as_ref().is_none_or(Vec::is_empty)
+    {
+        return false;
     }
+    let transition = previous
+        .filter(|p| p.status == status)
+        .and_then(|p| p.last_transition_time.clone())
+        .unwrap_or_else(|| now.to_owned());
+    let condition = Condition {
+        r#type: condition_type.to_owned(),
+        status: status.to_owned(),
+        last_transition_time: Some(transition),
+        last_update_time: Some(now.to_owned()),
+        reason: reason.to_owned(),
+        message: message.to_owned(),
+        codes: None,
+    };
+    match position {
+        Some(i) => list[i] = condition,
+        None => list.push(condition),
+    }
+    true
 }
 
 /// `{<kind>: {<namespace>: {<name>: object}}}` from objects with `kind` and `metadata`; objects

@@ -321,3 +321,50 @@ fn check_block_names_the_field_relative_to_the_block() {
     assert!(check_block(ExtensionPlace::DeployItemTemplate, Some(&good)).is_ok());
     assert!(check_block(ExtensionPlace::DeployItemTemplate, None).is_ok());
 }
+
+#[test]
+fn set_condition_keeps_times_as_landscapers_updated_condition_does() {
+    let mut list = vec![Condition {
+        r#type: "ReadyPostcondition".into(),
+        status: "True".into(),
+        reason: "ConditionMet".into(),
+        ..Default::default()
+    }];
+    let set = |list: &mut Vec<Condition>, status: &str, reason: &str, now: &str| {
+        set_condition(list, "ReconcileExecution", status, reason, "m", now)
+    };
+    // New: from Unknown, both times now; other entries stay.
+    assert!(set(&mut list, "False", "CreateOrUpdateExecution", "t1"));
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0].reason, "ConditionMet");
+    let c = list[1].clone();
+    assert_eq!(
+        (
+            c.last_transition_time.as_deref(),
+            c.last_update_time.as_deref()
+        ),
+        (Some("t1"), Some("t1"))
+    );
+    // Same status, reason and message: nothing changes, times included.
+    assert!(!set(&mut list, "False", "CreateOrUpdateExecution", "t2"));
+    assert_eq!(list[1], c);
+    // Another reason, same status: lastUpdateTime moves, lastTransitionTime stays.
+    assert!(set(&mut list, "False", "TemplatingFailed", "t3"));
+    assert_eq!(list[1].last_transition_time.as_deref(), Some("t1"));
+    assert_eq!(list[1].last_update_time.as_deref(), Some("t3"));
+    // Another status: both move.
+    assert!(set(&mut list, "True", "ExecutionDeployed", "t4"));
+    let c = &list[1];
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_str()),
+        ("True", "ExecutionDeployed")
+    );
+    assert_eq!(
+        (
+            c.last_transition_time.as_deref(),
+            c.last_update_time.as_deref()
+        ),
+        (Some("t4"), Some("t4"))
+    );
+    assert_eq!(list.len(), 2);
+}

@@ -13,16 +13,20 @@
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
-use landscaper_deployers::{DeleteResult, DeployerError, ReconcileResult};
+use landscaper_deployers::{DeleteResult, DeployerError, ReconcileResult, mock};
 use landscaper_store::clock::format_time;
 use landscaper_store::model::constants::{
-    DELETE_WITHOUT_UNINSTALL_ANNOTATION, OPERATION_ANNOTATION, OPERATION_TEST_RECONCILE,
-    PICKUP_TIMEOUT_OPERATION, PICKUP_TIMEOUT_REASON, PROGRESSING_TIMEOUT_REASON,
+    CONDITION_DEPLOY_ITEM_VALIDATION, CONDITION_FALSE, CONDITION_TRUE,
+    DELETE_WITHOUT_UNINSTALL_ANNOTATION, MESSAGE_SUCCESSFUL_VALIDATION, MOCK_DEPLOYER_TYPE,
+    OPERATION_ANNOTATION, OPERATION_TEST_RECONCILE, PICKUP_TIMEOUT_OPERATION,
+    PICKUP_TIMEOUT_REASON, PROGRESSING_TIMEOUT_REASON, REASON_FAILED_UNMARSHAL,
+    REASON_SUCCESSFUL_VALIDATION,
 };
 use landscaper_store::model::{
     DeployItem, DeployItemStatus, DeployerInformation, Error as StatusError, ObjectReference,
     Phase, TransitionTimes,
 };
+use landscaper_workflow::conditions::set_condition;
 use serde_json::Value;
 
 use super::export::export_reference;
@@ -633,6 +637,7 @@ pub fn apply_reconcile_result(
     let now_text = format_time(now);
     let deleting = is_deleting(item);
     let mut export = None;
+    record_validation(item, &mut status, &result, &now_text);
     let status = match result {
         Ok(result) => {
             if let Some(phase) = result.phase {
@@ -656,6 +661,41 @@ pub fn apply_reconcile_result(
         export,
         requeue_after,
     }
+}
+
+/// The mock deployer's `DeployItemValidation` condition (its `getConfig` on every reconcile):
+/// `True`/`SuccessfullValidation` when the provider configuration could be read,
+/// `False`/`FailedUnmarshal` with the decoding error when not. Landscaper's manifest and helm
+/// deployers set no condition on their items.
+pub fn record_validation(
+    item: &DeployItem,
+    status: &mut DeployItemStatus,
+    result: &Result<ReconcileResult, DeployerError>,
+    now: &str,
+) {
+    if item.spec.r#type != MOCK_DEPLOYER_TYPE {
+        return;
+    }
+    let (condition_status, reason, message) = match result {
+        Ok(_) => (
+            CONDITION_TRUE,
+            REASON_SUCCESSFUL_VALIDATION,
+            MESSAGE_SUCCESSFUL_VALIDATION,
+        ),
+        Err(e) if e.reason == mock::INVALID_CONFIGURATION_REASON => {
+            (CONDITION_FALSE, REASON_FAILED_UNMARSHAL, e.message.as_str())
+        }
+        Err(_) => return,
+    };
+    let list = status.conditions.get_or_insert_with(Vec::new);
+    set_condition(
+        list,
+        CONDITION_DEPLOY_ITEM_VALIDATION,
+        condition_status,
+        reason,
+        message,
+        now,
+    );
 }
 
 /// What follows a deployer's delete answer.

@@ -1172,3 +1172,71 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_mock_deployer_records_deploy_item_validation_as_landscaper_does() {
+    let validation = |s: &DeployItemStatus| {
+        s.conditions
+            .iter()
+            .flatten()
+            .find(|c| c.r#type == "DeployItemValidation")
+            .map(|c| {
+                (
+                    c.status.clone(),
+                    c.reason.clone(),
+                    c.message.clone(),
+                    c.last_transition_time.clone().unwrap_or_default(),
+                )
+            })
+    };
+    let (item, status) = picked(&triggered(MOCK_DEPLOYER_TYPE));
+    let ok = apply_reconcile_result(
+        &item,
+        status.clone(),
+        Ok(answer(Some(Phase::Succeeded))),
+        now(),
+        timeouts(),
+    );
+    assert_eq!(
+        validation(&ok.status),
+        Some((
+            "True".into(),
+            "SuccessfullValidation".into(),
+            "Successfully validated configuration".into(),
+            at(0)
+        ))
+    );
+    // The mock deployer's own parse error of a bad configuration.
+    let bad = landscaper_deployers::mock::MockConfiguration::parse(&json!({"phase": 3}))
+        .expect_err("a number is no phase");
+    let failed = apply_reconcile_result(
+        &item,
+        ok.status.clone(),
+        Err(bad.clone()),
+        now(),
+        timeouts(),
+    );
+    assert_eq!(
+        validation(&failed.status),
+        Some((
+            "False".into(),
+            "FailedUnmarshal".into(),
+            bad.message.clone(),
+            at(0)
+        ))
+    );
+    // Other errors (not the configuration) leave the condition as it is.
+    let other = DeployerError::new("reconcile", "ApplyFailed", "connection refused");
+    let kept = apply_reconcile_result(&item, ok.status.clone(), Err(other), now(), timeouts());
+    assert_eq!(validation(&kept.status), validation(&ok.status));
+    // Manifest and helm items get no condition (Landscaper's deployers set none).
+    let (item, status) = picked(&triggered("landscaper.gardener.cloud/kubernetes-manifest"));
+    let step = apply_reconcile_result(
+        &item,
+        status,
+        Ok(answer(Some(Phase::Succeeded))),
+        now(),
+        timeouts(),
+    );
+    assert_eq!(validation(&step.status), None);
+}

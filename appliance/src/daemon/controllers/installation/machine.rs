@@ -30,7 +30,7 @@ use crate::daemon::controllers::jobs::{
     with_status,
 };
 use crate::daemon::controllers::lserror::{LsError, PhaseError, updated_error};
-use landscaper_workflow::conditions::ConditionKind;
+use landscaper_workflow::conditions::{ConditionKind, set_condition};
 
 /// What to do before (or instead of) running the phases, in Landscaper's order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1126,7 +1126,7 @@ fn run_phase(value: &Value, inst: &Installation, dirty: bool, view: &View, now: 
     // The status a phase error is recorded on (a condition the phase waits for goes with it).
     let mut error_status = status.clone();
     let result: PhaseResult = match phase {
-        Phase::Init => phase_init(value, inst, &status, &job_id, view, time),
+        Phase::Init => phase_init(value, inst, &status, &job_id, view, time, &mut error_status),
         Phase::CleanupOrphaned => {
             let deleting: Vec<Installation> = children
                 .subs
@@ -1425,6 +1425,7 @@ fn phase_init(
     job_id: &str,
     view: &View,
     now: &str,
+    error_status: &mut InstallationStatus,
 ) -> PhaseResult {
     const OP: &str = "handlePhaseInit";
     let Some(iv) = &view.init else {
@@ -1622,6 +1623,14 @@ fn phase_init(
                     // Not among the children: someone else's, e.g. written into the manifests
                     // folder. Creating it would fail (AlreadyExists) each time.
                     tracing::warn!(installation = %format!("{ns}/{}", name(inst)), execution = %ObjectKey::new(Kind::Execution, ns, name(inst)), "the installation's execution name is taken by an execution it does not own");
+                    set_own_condition(
+                        error_status,
+                        CONDITION_RECONCILE_EXECUTION,
+                        CONDITION_FALSE,
+                        REASON_CREATE_OR_UPDATE_EXECUTION,
+                        MESSAGE_CREATE_OR_UPDATE_EXECUTION,
+                        now,
+                    );
                     return Err(PhaseError::Normal(LsError::new(
                         OP,
                         "CreateOrUpdateExecution",
@@ -1638,6 +1647,17 @@ fn phase_init(
             name: name(inst).to_string(),
             namespace: ns.to_string(),
         });
+        // Landscaper's `ExecutionOperation.Ensure`: only with deploy items to template.
+        if !rendered.deploy_items.is_empty() {
+            set_own_condition(
+                &mut s,
+                CONDITION_RECONCILE_EXECUTION,
+                CONDITION_TRUE,
+                REASON_EXECUTION_DEPLOYED,
+                MESSAGE_EXECUTION_DEPLOYED,
+                now,
+            );
+        }
     }
     // (i) predecessors and imports unchanged meanwhile.
     if needs_predecessor_check(inst)
@@ -1651,6 +1671,20 @@ fn phase_init(
     }
     s.imports_hash = Some(hash);
     Ok((Phase::CleanupOrphaned, writes, s))
+}
+
+/// Sets one of Landscaper's own conditions (`ReconcileExecution`, `CreateExports`) on the
+/// installation's status, as Landscaper's `UpdatedCondition` does.
+fn set_own_condition(
+    status: &mut InstallationStatus,
+    condition_type: &str,
+    condition_status: &str,
+    reason: &str,
+    message: &str,
+    now: &str,
+) {
+    let list = status.conditions.get_or_insert_with(Vec::new);
+    set_condition(list, condition_type, condition_status, reason, message, now);
 }
 
 /// `Completing`: context cleanup, unchanged imports and spec, exports written.
@@ -1706,6 +1740,29 @@ fn phase_completing(
         if let Some(stored) = stored {
             let owner = object::owner_uids(stored);
             if !owner.is_empty() && !owner.iter().any(|u| u == object::uid(value)) {
+                let export = object::labels(&o)
+                    .get(DATA_OBJECT_KEY_LABEL)
+                    .cloned()
+                    .unwrap_or_default();
+                let (reason, message) = if key.kind == Kind::Target {
+                    (
+                        REASON_CREATE_TARGETS,
+                        format!("unable to create target for export {export}"),
+                    )
+                } else {
+                    (
+                        REASON_CREATE_DATA_OBJECTS,
+                        format!("unable to create data object for export {export}"),
+                    )
+                };
+                set_own_condition(
+                    error_status,
+                    CONDITION_CREATE_EXPORTS,
+                    CONDITION_FALSE,
+                    reason,
+                    &message,
+                    &now.time,
+                );
                 return Err(PhaseError::Fatal(LsError::new(
                     OP,
                     "CreateOrUpdateExports",
@@ -1717,9 +1774,17 @@ fn phase_completing(
             writes.push(w);
         }
     }
+    let mut s = status.clone();
+    set_own_condition(
+        &mut s,
+        CONDITION_CREATE_EXPORTS,
+        CONDITION_TRUE,
+        REASON_DATA_OBJECTS_CREATED,
+        MESSAGE_DATA_OBJECTS_CREATED,
+        &now.time,
+    );
     // (e) Issue 19: with a ready postcondition the installation counts as ready (its job ends)
     // only once it holds; its successors and its parent wait, the progressing timeout bounds it.
-    let mut s = status.clone();
     let this = json!({
         "status": value.get("status").cloned().unwrap_or(json!({})),
         "exports": Value::Object(exports.clone()),

@@ -838,6 +838,74 @@ mod steps {
         );
     }
 
+    /// `(status, reason, message, lastTransitionTime, lastUpdateTime)` of the condition `t`.
+    fn condition_of(
+        s: &InstallationStatus,
+        t: &str,
+    ) -> Option<(String, String, String, String, String)> {
+        s.conditions
+            .iter()
+            .flatten()
+            .find(|c| c.r#type == t)
+            .map(|c| {
+                (
+                    c.status.clone(),
+                    c.reason.clone(),
+                    c.message.clone(),
+                    c.last_transition_time.clone().unwrap_or_default(),
+                    c.last_update_time.clone().unwrap_or_default(),
+                )
+            })
+    }
+
+    #[test]
+    fn init_records_reconcile_execution_where_landscaper_does() {
+        let v = running("a", json!({"blueprint": {}}), "Init");
+        let view = init_view(vec![item("di")], Children::default());
+        let st = written_status(&run(&v, &view), "a");
+        let deployed = |t: &str| {
+            Some((
+                "True".to_string(),
+                "ExecutionDeployed".to_string(),
+                "Deployed execution item".to_string(),
+                t.to_string(),
+                t.to_string(),
+            ))
+        };
+        assert_eq!(condition_of(&st, "ReconcileExecution"), deployed(NOW));
+        // A later job keeps the entry and its times while nothing changes.
+        let mut again = running("a", json!({"blueprint": {}}), "Init");
+        again["status"]["conditions"] = json!([{"type": "ReconcileExecution", "status": "True",
+            "reason": "ExecutionDeployed", "message": "Deployed execution item",
+            "lastTransitionTime": "2029-01-01T00:00:00Z", "lastUpdateTime": "2029-01-01T00:00:00Z"}]);
+        let s = run(&again, &view);
+        let st = written_status(&s, "a");
+        assert_eq!(
+            condition_of(&st, "ReconcileExecution"),
+            deployed("2029-01-01T00:00:00Z")
+        );
+        // Without deploy items Landscaper templates no execution and sets nothing.
+        let s = run(&v, &init_view(Vec::new(), Children::default()));
+        assert_eq!(
+            condition_of(&deferred_status(&s), "ReconcileExecution"),
+            None
+        );
+        // The execution cannot be written: False, and the job waits.
+        let mut view = init_view(vec![item("di")], Children::default());
+        view.init.as_mut().unwrap().execution_taken = Some(Ok(true));
+        let st = written_status(&run(&again, &view), "a");
+        assert_eq!(
+            condition_of(&st, "ReconcileExecution"),
+            Some((
+                "False".to_string(),
+                "CreateOrUpdateExecution".to_string(),
+                "Unable to create or update execution".to_string(),
+                NOW.to_string(),
+                NOW.to_string(),
+            ))
+        );
+    }
+
     #[test]
     fn init_orphans_subinstallations_whose_template_is_gone() {
         let v = running("a", json!({"blueprint": {}}), "Init");
@@ -1094,6 +1162,56 @@ mod steps {
     }
 
     #[test]
+    fn completing_records_create_exports_where_landscaper_does() {
+        let v = completing("a");
+        let exports = json!({"out": {"v": 1}}).as_object().unwrap().clone();
+        let first = run(&v, &completing_view(exports.clone(), BTreeMap::new()));
+        assert_eq!(
+            condition_of(&written_status(&first, "a"), "CreateExports"),
+            Some((
+                "True".to_string(),
+                "DataObjectsCreated".to_string(),
+                "DataObjects successfully created".to_string(),
+                NOW.to_string(),
+                NOW.to_string(),
+            ))
+        );
+        // Also without exports (Landscaper's CreateOrUpdateExports runs in every Completing).
+        let mut plain = running("a", json!({"blueprint": {}}), "Completing");
+        plain["status"]["importsHash"] = json!(imports_hash(&serde_json::Map::new()));
+        let none = run(
+            &plain,
+            &completing_view(serde_json::Map::new(), BTreeMap::new()),
+        );
+        assert_eq!(
+            condition_of(&written_status(&none, "a"), "CreateExports").map(|c| c.0),
+            Some("True".to_string())
+        );
+        let Some(Write::Create(mut foreign)) = first.writes.first().cloned() else {
+            panic!()
+        };
+        foreign["metadata"]["ownerReferences"] = json!([{"apiVersion": "landscaper.gardener.cloud/v1alpha1", "kind": "Installation", "name": "o", "uid": "uid-other"}]);
+        let key = ObjectKey::new(Kind::DataObject, "ns", "x");
+        let st = written_status(
+            &run(
+                &v,
+                &completing_view(exports, BTreeMap::from([(key, foreign)])),
+            ),
+            "a",
+        );
+        assert_eq!(
+            condition_of(&st, "CreateExports"),
+            Some((
+                "False".to_string(),
+                "CreateDataObjects".to_string(),
+                "unable to create data object for export x".to_string(),
+                NOW.to_string(),
+                NOW.to_string(),
+            ))
+        );
+    }
+
+    #[test]
     fn completing_fails_when_the_imports_changed_or_an_export_is_missing() {
         let mut v = completing("a");
         v["status"]["importsHash"] = json!("stale");
@@ -1308,14 +1426,20 @@ mod steps {
             own_condition(&st, "ReadyPostcondition"),
             ("True".into(), "ConditionMet".into())
         );
-        // Without a block: Landscaper's Completing, no condition.
+        // Without a block: Landscaper's Completing, only Landscaper's own CreateExports.
         let s = run(
             &completing("a"),
             &completing_view(exports(1), BTreeMap::new()),
         );
         let st = written_status(&s, "a");
         assert_eq!(st.phase, Some(Phase::Succeeded));
-        assert!(st.conditions.is_none());
+        let types: Vec<&str> = st
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| c.r#type.as_str())
+            .collect();
+        assert_eq!(types, ["CreateExports"]);
     }
 
     #[test]

@@ -106,22 +106,56 @@ pub struct ServerArgs {
     pub server: String,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+/// `get`'s output formats (kubectl's names).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum OutputFormat {
     #[default]
     Table,
+    /// The table with the columns kubectl shows only with `-o wide`.
+    Wide,
     Yaml,
     Json,
     /// Only the names, as `kind/name`.
     Name,
+    /// A kubectl JSONPath template (`-o jsonpath='{.items[*].metadata.name}'`).
+    JsonPath(String),
+}
+
+impl std::str::FromStr for OutputFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(template) = s.strip_prefix("jsonpath=") {
+            return Ok(OutputFormat::JsonPath(template.to_string()));
+        }
+        Ok(match s {
+            "table" => OutputFormat::Table,
+            "wide" => OutputFormat::Wide,
+            "yaml" => OutputFormat::Yaml,
+            "json" => OutputFormat::Json,
+            "name" => OutputFormat::Name,
+            _ => {
+                return Err(format!(
+                    "unknown output format {s:?} (allowed: table, wide, yaml, json, name, jsonpath=TEMPLATE)"
+                ));
+            }
+        })
+    }
 }
 
 #[derive(Debug, Args, Clone)]
+#[command(after_help = "Examples:\n  \
+    landscaper-appliance get installations -A\n  \
+    landscaper-appliance get inst,di -n demo -o wide\n  \
+    landscaper-appliance get inst/greeter -n demo -o jsonpath='{.status.phase}'\n  \
+    landscaper-appliance get inst -n demo -o jsonpath='{range .items[*]}{.metadata.name}{\"\\n\"}{end}'\n  \
+    landscaper-appliance get inst -n demo -w")]
 pub struct GetArgs {
-    /// Resource type: plural, singular, short name or kind (installations, inst, Installation, ...).
+    /// Resource type: plural, singular, short name or kind (installations, inst, Installation,
+    /// ...), several separated by commas (`inst,di`), or `TYPE/NAME`.
     pub resource: String,
-    /// Object name; all objects when omitted.
-    pub name: Option<String>,
+    /// Object names (or more `TYPE/NAME`); all objects when omitted.
+    pub names: Vec<String>,
     /// Namespace (default: `default`).
     #[arg(short, long)]
     pub namespace: Option<String>,
@@ -131,8 +165,15 @@ pub struct GetArgs {
     /// Label selector, e.g. `a=b,c!=d`.
     #[arg(short = 'l', long)]
     pub selector: Option<String>,
-    #[arg(short, long, value_enum, default_value_t)]
+    /// Output format: table, wide, yaml, json, name or jsonpath=TEMPLATE.
+    #[arg(short, long, default_value = "table", value_name = "FORMAT")]
     pub output: OutputFormat,
+    /// Leave out the table's header line.
+    #[arg(long)]
+    pub no_headers: bool,
+    /// After listing, follow changes and print the objects as they change (one resource type).
+    #[arg(short = 'w', long)]
+    pub watch: bool,
     #[command(flatten)]
     pub server: ServerArgs,
 }

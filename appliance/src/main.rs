@@ -59,7 +59,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Get(args) => {
-            commands::get(&args, &mut std::io::stdout().lock())?;
+            commands::get(
+                &args,
+                &mut std::io::stdout().lock(),
+                &mut std::io::stderr().lock(),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Describe(args) => {

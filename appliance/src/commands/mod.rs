@@ -6,6 +6,7 @@ pub mod backup;
 pub mod client;
 pub mod doctor;
 pub mod export;
+pub mod jsonpath;
 mod objects;
 pub mod render;
 pub mod render_chart;

@@ -553,6 +553,15 @@ pub fn parse_server(url: &str) -> Option<(String, u16)> {
     (!host.is_empty()).then(|| (host.to_string(), port))
 }
 
+/// Whether `host` is under a top-level domain reserved for names that never resolve
+/// (`.invalid`, `.example`; RFC 2606): the demo's and the examples' placeholder clusters.
+pub fn is_placeholder_host(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    ["invalid", "example"]
+        .iter()
+        .any(|tld| host == *tld || host.ends_with(&format!(".{tld}")))
+}
+
 fn connect(host: &str, port: u16, timeout: Duration) -> Result<Duration, String> {
     let addresses: Vec<_> = (host, port)
         .to_socket_addrs()
@@ -598,6 +607,11 @@ fn check_targets(objects: &[Value], timeout: Duration) -> Vec<Check> {
                     );
                     match target_server(target, objects) {
                         Err(why) => Check::new(name, Status::Warn, format!("not checked: {why}")),
+                        Ok((host, _)) if is_placeholder_host(&host) => Check::new(
+                            name,
+                            Status::Ok,
+                            format!("{host} is a placeholder (a reserved name that never resolves, RFC 2606), as in the demo: not checked"),
+                        ),
                         Ok((host, port)) => match connect(&host, port, timeout) {
                             Ok(took) => Check::new(
                                 name,
@@ -874,6 +888,16 @@ pub fn print(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reserved_names_are_placeholders() {
+        for host in ["edge-cluster.invalid", "a.b.INVALID.", "cluster.example", "invalid"] {
+            assert!(is_placeholder_host(host), "{host}");
+        }
+        for host in ["example.com", "invalid.org", "10.0.0.1", "api.cluster.local", "myinvalid"] {
+            assert!(!is_placeholder_host(host), "{host}");
+        }
+    }
 
     #[test]
     fn parses_kubeconfig_servers() {

@@ -4,6 +4,7 @@
 
 pub mod backup;
 pub mod client;
+pub mod demo;
 pub mod doctor;
 pub mod export;
 pub mod jsonpath;

@@ -802,43 +802,73 @@ pub fn condition_rows(object: &Value, now: jiff::Timestamp) -> Vec<Vec<String>> 
         .collect()
 }
 
+/// The data folder the CLI looks in for the daemon's socket and token, and why that one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliDataDir {
+    pub path: PathBuf,
+    pub source: String,
+}
+
+/// `$LANDSCAPER_APPLIANCE_DATA`; else the default folder when a daemon's socket is there; else
+/// the folder of a running `demo` (see [`crate::commands::demo::running_demo`]); else the
+/// default.
+pub fn cli_data_dir() -> CliDataDir {
+    if let Some(path) = std::env::var_os(DATA_ENV).filter(|p| !p.is_empty()) {
+        return CliDataDir {
+            path: PathBuf::from(path),
+            source: format!("from {DATA_ENV}"),
+        };
+    }
+    let default = PathBuf::from(DEFAULT_DATA_DIR);
+    if !default.join(crate::config::SOCKET_FILE_NAME).exists()
+        && let Some(demo) = crate::commands::demo::running_demo()
+    {
+        return CliDataDir {
+            path: demo.data_dir,
+            source: format!(
+                "the running demo's, announced in {}",
+                crate::commands::demo::runtime_file().display()
+            ),
+        };
+    }
+    CliDataDir {
+        path: default,
+        source: format!("the default; {DATA_ENV} is not set and no demo runs"),
+    }
+}
+
 /// The API token for writes: from `token_file` when given, else the token in `env_token`, else
-/// from `<data>/api-token` (`data` defaulting to /var/lib/landscaper-appliance).
+/// from `<data>/api-token`.
 pub fn resolve_token(
     token_file: Option<&Path>,
     env_token: Option<&str>,
-    data_dir: Option<&Path>,
+    data: &CliDataDir,
 ) -> anyhow::Result<ApiToken> {
-    let data = data_dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
-    ApiToken::resolve(token_file, env_token, &data).with_context(|| {
-        format!(
-            "the API token is needed for writes (run as root or the service user, or set {TOKEN_ENV} or --token-file)"
-        )
+    ApiToken::resolve(token_file, env_token, &data.path).with_context(|| match token_file {
+        Some(_) => "the API token is needed for writes (--token-file)".to_string(),
+        None => format!(
+            "the API token is needed for writes: looked in the data folder {} ({}); point at the daemon's data folder with {DATA_ENV}=DIR, or give --token-file PATH or {TOKEN_ENV} (the packaged service's token is readable by root and the service user)",
+            data.path.display(),
+            data.source
+        ),
     })
 }
 
 /// The daemon's Unix socket when it is reachable (see [`Client::for_cli`]), else `server`.
 fn cli_client(server: &str) -> Result<Client, crate::commands::client::ClientError> {
-    let data_dir = std::env::var_os(DATA_ENV).map(PathBuf::from);
-    Client::for_cli(server, data_dir.as_deref())
+    Client::for_cli(server, Some(&cli_data_dir().path))
 }
 
 /// A client that sends the token of `args` with its writes (over the Unix socket, none is
 /// needed).
 pub fn write_client(args: &WriteArgs) -> anyhow::Result<Client> {
-    let client = cli_client(&args.server.server)?;
+    let data = cli_data_dir();
+    let client = Client::for_cli(&args.server.server, Some(&data.path))?;
     if client.is_unix() {
         return Ok(client);
     }
     let env_token = std::env::var(TOKEN_ENV).ok();
-    let data_dir = std::env::var_os(DATA_ENV).map(PathBuf::from);
-    let token = resolve_token(
-        args.token_file.as_deref(),
-        env_token.as_deref(),
-        data_dir.as_deref(),
-    )?;
+    let token = resolve_token(args.token_file.as_deref(), env_token.as_deref(), &data)?;
     Ok(client.with_token(token.expose()))
 }
 
@@ -1379,8 +1409,12 @@ Installation/root             Progressing   01234567/fedcba98
             "from-data\n",
         )
         .unwrap();
+        let data = CliDataDir {
+            path: dir.path().to_path_buf(),
+            source: "from a test".into(),
+        };
         let token = |f: Option<&Path>, env: Option<&str>| {
-            resolve_token(f, env, Some(dir.path()))
+            resolve_token(f, env, &data)
                 .map(|t| t.expose().to_string())
                 .map_err(|e| format!("{e:#}"))
         };
@@ -1389,7 +1423,15 @@ Installation/root             Progressing   01234567/fedcba98
         assert_eq!(token(None, None).unwrap(), "from-data");
         assert_eq!(token(None, Some(" ")).unwrap(), "from-data");
         let missing = token(Some(&dir.path().join("nope")), None).unwrap_err();
-        assert!(missing.contains(TOKEN_ENV), "{missing}");
+        assert!(missing.contains("--token-file"), "{missing}");
+        std::fs::remove_file(dir.path().join(crate::daemon::api::token::TOKEN_FILE_NAME)).unwrap();
+        let missing = token(None, None).unwrap_err();
+        assert!(
+            missing.contains(&format!("looked in the data folder {} (from a test)", dir.path().display()))
+                && missing.contains(DATA_ENV)
+                && missing.contains(TOKEN_ENV),
+            "{missing}"
+        );
     }
 
     #[test]

@@ -381,6 +381,7 @@ pub enum RenderOutputFormat {
     after_help = "Examples:\n  \
     landscaper-appliance render ./my-blueprint --imports imports.yaml\n  \
     landscaper-appliance render installation.yaml --imports-from manifests.d/\n  \
+    landscaper-appliance render manifests.d/20-installations.yaml --name greeter\n  \
     landscaper-appliance render template --engine gotemplate deploy.yaml --values values.yaml"
 )]
 pub struct RenderArgs {
@@ -390,6 +391,9 @@ pub struct RenderArgs {
     /// blueprint.
     #[arg(required = true)]
     pub path: Option<PathBuf>,
+    /// The Installation to render when the manifest file holds several.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
     /// YAML/JSON map of import name to value (a Target object or its spec for target imports);
     /// wins over values found with --imports-from.
     #[arg(long, value_name = "FILE")]

@@ -103,7 +103,10 @@ pub fn announce(config: &Config) {
                     .join(crate::daemon::api::kubeconfig::KUBECONFIG_FILE);
                 println!(
                     "{}",
-                    banner(&runtime, kubeconfig.exists().then_some(kubeconfig.as_path()))
+                    banner(
+                        &runtime,
+                        kubeconfig.exists().then_some(kubeconfig.as_path())
+                    )
                 );
                 return;
             }

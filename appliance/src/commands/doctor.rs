@@ -891,10 +891,21 @@ mod tests {
 
     #[test]
     fn reserved_names_are_placeholders() {
-        for host in ["edge-cluster.invalid", "a.b.INVALID.", "cluster.example", "invalid"] {
+        for host in [
+            "edge-cluster.invalid",
+            "a.b.INVALID.",
+            "cluster.example",
+            "invalid",
+        ] {
             assert!(is_placeholder_host(host), "{host}");
         }
-        for host in ["example.com", "invalid.org", "10.0.0.1", "api.cluster.local", "myinvalid"] {
+        for host in [
+            "example.com",
+            "invalid.org",
+            "10.0.0.1",
+            "api.cluster.local",
+            "myinvalid",
+        ] {
             assert!(!is_placeholder_host(host), "{host}");
         }
     }

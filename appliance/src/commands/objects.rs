@@ -1327,27 +1327,137 @@ mod tests {
         );
     }
 
+    fn table_text(table: &Value, kind: Kind, options: &RowOptions, headers: bool) -> String {
+        let mut text = TableText::default();
+        text.add(table, kind, options);
+        let mut out = Vec::new();
+        text.write(headers, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
     #[test]
     fn prints_tables_like_kubectl() {
         let table = json!({"kind": "Table", "columnDefinitions": [
             {"name": "Name", "priority": 0}, {"name": "Phase", "priority": 0}, {"name": "Hidden", "priority": 1}],
             "rows": [{"cells": ["root-1", "Succeeded", "x"], "object": {"metadata": {"namespace": "ns"}}},
                      {"cells": ["r2", null, "y"], "object": {"metadata": {"namespace": "other"}}}]});
-        let mut out = Vec::new();
-        print_table(&table, true, &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let all = RowOptions {
+            with_namespace: true,
+            ..RowOptions::default()
+        };
         assert_eq!(
-            text,
+            table_text(&table, Kind::Execution, &all, true),
             "NAMESPACE   NAME     PHASE\nns          root-1   Succeeded\nother       r2       <none>\n"
         );
-        let mut out = Vec::new();
-        print_table(
+        // -o wide: the columns of higher priority too; --no-headers; names with their kind.
+        let wide = RowOptions {
+            wide: true,
+            kind_prefix: Some("execution"),
+            ..RowOptions::default()
+        };
+        assert_eq!(
+            table_text(&table, Kind::Execution, &wide, false),
+            "execution/root-1   Succeeded   x\nexecution/r2       <none>      y\n"
+        );
+        let mut empty = TableText::default();
+        empty.add(
             &json!({"kind": "Table", "columnDefinitions": [], "rows": []}),
+            Kind::Execution,
+            &RowOptions::default(),
+        );
+        assert!(empty.rows.is_empty());
+    }
+
+    #[test]
+    fn installations_show_why_they_are_not_succeeded() {
+        let table = json!({"kind": "Table", "columnDefinitions": [{"name": "Name", "priority": 0}],
+        "rows": [
+            {"cells": ["ok"], "object": {"status": {"phase": "Succeeded", "lastError": {"reason": "Old", "message": "gone"}}}},
+            {"cells": ["bad"], "object": {"status": {"phase": "Failed", "lastError": {"reason": "ImportsSatisfied",
+                "message": "\nimport \"a\" is not satisfied: the DataObject a does not exist in namespace ns and nothing exports it\n  more"}}}},
+            {"cells": ["cond"], "object": {"status": {"phase": "Progressing", "conditions": [
+                {"type": "x", "status": "True", "reason": "Fine"},
+                {"type": "y", "status": "False", "reason": "ConditionNotMet", "message": "reconcilePrecondition is false"}]}}}
+        ]});
+        let text = table_text(&table, Kind::Installation, &RowOptions::default(), true);
+        assert_eq!(
+            text,
+            "NAME   REASON             MESSAGE\n\
+             ok\n\
+             bad    ImportsSatisfied   import \"a\" is not satisfied: the DataObject a does not exis…\n\
+             cond   ConditionNotMet    reconcilePrecondition is false\n"
+        );
+        let wide = table_text(
+            &table,
+            Kind::Installation,
+            &RowOptions {
+                wide: true,
+                ..RowOptions::default()
+            },
             false,
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "No resources found.\n");
+        );
+        assert!(
+            wide.contains("in namespace ns and nothing exports it\n"),
+            "{wide}"
+        );
+        // Other kinds get no extra columns.
+        assert!(row_details(Kind::Execution).is_none());
+    }
+
+    #[test]
+    fn reads_kubectl_argument_forms() {
+        let req = |kind, names: &[&str]| GetRequest {
+            kind,
+            names: names.iter().map(|n| n.to_string()).collect(),
+        };
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            get_requests("inst", &[]).unwrap(),
+            [req(Kind::Installation, &[])]
+        );
+        assert_eq!(
+            get_requests("inst,di,installations", &names(&["a"])).unwrap(),
+            [
+                req(Kind::Installation, &["a"]),
+                req(Kind::DeployItem, &["a"])
+            ]
+        );
+        assert_eq!(
+            get_requests("inst/a", &names(&["di/x", "installation/b"])).unwrap(),
+            [
+                req(Kind::Installation, &["a", "b"]),
+                req(Kind::DeployItem, &["x"])
+            ]
+        );
+        let mixed = get_requests("inst/a", &names(&["b"]))
+            .unwrap_err()
+            .to_string();
+        assert!(mixed.contains("resource/name form"), "{mixed}");
+        assert!(get_requests("inst/", &[]).is_err());
+        assert!(
+            get_requests("inst,pods", &[])
+                .unwrap_err()
+                .to_string()
+                .contains("\"pods\"")
+        );
+    }
+
+    #[test]
+    fn hints_where_objects_of_a_kind_are() {
+        let ns = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(elsewhere_hint(Kind::Installation, &[]), None);
+        assert_eq!(
+            elsewhere_hint(Kind::Installation, &ns(&["demo", "demo", "demo"])).as_deref(),
+            Some("3 installations exist in namespace demo; use -n demo or -A.")
+        );
+        assert_eq!(
+            elsewhere_hint(Kind::Target, &ns(&["demo"])).as_deref(),
+            Some("1 target exists in namespace demo; use -n demo or -A.")
+        );
+        assert_eq!(
+            elsewhere_hint(Kind::Installation, &ns(&["b", "a", "b"])).as_deref(),
+            Some("3 installations exist in other namespaces (a: 1, b: 2); use -n NAMESPACE or -A.")
+        );
     }
 
     #[test]
@@ -1427,8 +1537,10 @@ Installation/root             Progressing   01234567/fedcba98
         std::fs::remove_file(dir.path().join(crate::daemon::api::token::TOKEN_FILE_NAME)).unwrap();
         let missing = token(None, None).unwrap_err();
         assert!(
-            missing.contains(&format!("looked in the data folder {} (from a test)", dir.path().display()))
-                && missing.contains(DATA_ENV)
+            missing.contains(&format!(
+                "looked in the data folder {} (from a test)",
+                dir.path().display()
+            )) && missing.contains(DATA_ENV)
                 && missing.contains(TOKEN_ENV),
             "{missing}"
         );

@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod export;
 pub mod jsonpath;
 mod objects;
+pub mod progress;
 pub mod render;
 pub mod render_chart;
 pub mod validate;

@@ -810,9 +810,9 @@ pub struct CliDataDir {
 }
 
 /// `$LANDSCAPER_APPLIANCE_DATA`; else the default folder when a daemon's socket is there; else
-/// the folder of a running `demo` (see [`crate::commands::demo::running_demo`]); else the
-/// default.
-pub fn cli_data_dir() -> CliDataDir {
+/// the folder of a running `demo` (see [`crate::commands::demo::running_demo`]) when `server`
+/// is the default or the demo's; else the default.
+pub fn cli_data_dir(server: &str) -> CliDataDir {
     if let Some(path) = std::env::var_os(DATA_ENV).filter(|p| !p.is_empty()) {
         return CliDataDir {
             path: PathBuf::from(path),
@@ -822,6 +822,7 @@ pub fn cli_data_dir() -> CliDataDir {
     let default = PathBuf::from(DEFAULT_DATA_DIR);
     if !default.join(crate::config::SOCKET_FILE_NAME).exists()
         && let Some(demo) = crate::commands::demo::running_demo()
+        && (server == crate::cli::DEFAULT_SERVER || server == demo.server)
     {
         return CliDataDir {
             path: demo.data_dir,
@@ -856,13 +857,13 @@ pub fn resolve_token(
 
 /// The daemon's Unix socket when it is reachable (see [`Client::for_cli`]), else `server`.
 fn cli_client(server: &str) -> Result<Client, crate::commands::client::ClientError> {
-    Client::for_cli(server, Some(&cli_data_dir().path))
+    Client::for_cli(server, Some(&cli_data_dir(server).path))
 }
 
 /// A client that sends the token of `args` with its writes (over the Unix socket, none is
 /// needed).
 pub fn write_client(args: &WriteArgs) -> anyhow::Result<Client> {
-    let data = cli_data_dir();
+    let data = cli_data_dir(&args.server.server);
     let client = Client::for_cli(&args.server.server, Some(&data.path))?;
     if client.is_unix() {
         return Ok(client);

@@ -681,5 +681,39 @@ mod tests {
             }
             other => panic!("parsed {other:?}"),
         }
+        let cli = Cli::try_parse_from([
+            "landscaper-appliance",
+            "get",
+            "inst/a",
+            "di/b",
+            "-o",
+            "jsonpath={.items[*]['metadata.name']}",
+            "--no-headers",
+            "-w",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Get(args) => {
+                assert_eq!(args.resource, "inst/a");
+                assert_eq!(args.names, ["di/b"]);
+                assert_eq!(
+                    args.output,
+                    OutputFormat::JsonPath("{.items[*]['metadata.name']}".into())
+                );
+                assert!(args.no_headers && args.watch);
+            }
+            other => panic!("parsed {other:?}"),
+        }
+        for (text, format) in [
+            ("wide", OutputFormat::Wide),
+            ("name", OutputFormat::Name),
+            ("table", OutputFormat::Table),
+        ] {
+            assert_eq!(text.parse::<OutputFormat>(), Ok(format));
+        }
+        let bad = Cli::try_parse_from(["landscaper-appliance", "get", "inst", "-o", "go-template"])
+            .unwrap_err()
+            .to_string();
+        assert!(bad.contains("jsonpath=TEMPLATE"), "{bad}");
     }
 }

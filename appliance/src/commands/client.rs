@@ -533,6 +533,47 @@ mod tests {
     }
 
     #[test]
+    fn follows_a_watch_event_by_event() {
+        let events = "{\"type\":\"ADDED\",\"object\":{\"n\":1}}\n{\"type\":\"MODIFIED\",\"object\":{\"n\":2}}\n";
+        // The second event is split across chunks, as a server may cut them.
+        let (a, b) = events.split_at(40);
+        let server = serve_once(format!(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+            a.len(),
+            b.len()
+        ));
+        let mut seen = Vec::new();
+        Client::new(&server)
+            .unwrap()
+            .watch("/x?watch=true", "application/json", |event| {
+                seen.push((event["type"].clone(), event["object"]["n"].clone()));
+                Ok(true)
+            })
+            .unwrap();
+        assert_eq!(
+            seen,
+            [
+                (Value::from("ADDED"), Value::from(1)),
+                (Value::from("MODIFIED"), Value::from(2))
+            ]
+        );
+        // A refused watch is the API's error.
+        let body = r#"{"kind":"Status","reason":"Expired","message":"too old"}"#;
+        let server = serve_once(format!(
+            "HTTP/1.1 410 Gone\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ));
+        let error = Client::new(&server)
+            .unwrap()
+            .watch("/x?watch=true", "application/json", |_| Ok(true))
+            .unwrap_err();
+        assert!(
+            matches!(error, ClientError::Api { code: 410, .. }),
+            "{error:?}"
+        );
+    }
+
+    #[test]
     fn talks_over_a_unix_socket() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("api.sock");

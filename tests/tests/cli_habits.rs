@@ -388,6 +388,8 @@ fn the_demo_says_where_things_are_and_the_cli_finds_it() {
             .env_remove("LANDSCAPER_APPLIANCE_SERVER")
             .env_remove("LANDSCAPER_APPLIANCE_TOKEN")
             .env_remove("LANDSCAPER_APPLIANCE_TOKEN_FILE")
+            .env_remove("LANDSCAPER_APPLIANCE_CONFIG")
+            .env_remove("LANDSCAPER_APPLIANCE_MANIFESTS")
             .output()
             .unwrap();
         (
@@ -435,6 +437,7 @@ fn the_demo_says_where_things_are_and_the_cli_finds_it() {
         format!("data:         {}", data.display()),
         "landscaper-appliance get installations -n demo\n".to_string(),
         "landscaper-appliance reconcile greeter -n demo\n".to_string(),
+        "landscaper-appliance doctor\n".to_string(),
     ] {
         assert!(
             banner.contains(&expected),
@@ -459,18 +462,14 @@ fn the_demo_says_where_things_are_and_the_cli_finds_it() {
     assert!(ok, "{out}{err}");
     assert_eq!(out.trim(), "Installation demo/greeter: reconcile requested");
 
-    // doctor does not fail on the demo's placeholder Targets.
-    let manifests = demo_dir.join("manifests");
-    let (ok, out, err) = cli(&[
-        "doctor",
-        "--data",
-        data.to_str().unwrap(),
-        "--manifests",
-        manifests.to_str().unwrap(),
-        "--server",
-        &server,
-    ]);
+    // doctor, without arguments, checks the demo and does not fail on its placeholder Targets.
+    let (ok, out, err) = cli(&["doctor"]);
     assert!(ok, "{out}{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("OK") && l.contains("checking the running demo")),
+        "{out}"
+    );
     assert!(
         out.lines().any(|l| l.starts_with("OK")
             && l.contains("target demo/edge-cluster")

@@ -66,13 +66,8 @@ pub fn banner(runtime: &DemoRuntime, kubeconfig: Option<&Path>) -> String {
         ),
         None => String::new(),
     };
-    let doctor_server = if server == crate::cli::DEFAULT_SERVER {
-        String::new()
-    } else {
-        format!(" --server {server}")
-    };
     format!(
-        "\nThe demo is ready.\n  status page:  {server}/\n  API:          {server}\n{kubeconfig_line}  manifests:    {manifests}\n  data:         {data}\n\nTry, in another terminal (the CLI finds this demo by itself, no LANDSCAPER_APPLIANCE_DATA needed):\n  landscaper-appliance get installations -n demo\n  landscaper-appliance tree greeter -n demo\n  landscaper-appliance describe installation greeter -n demo\n  landscaper-appliance reconcile greeter -n demo\n  landscaper-appliance get installations -n demo -w\n  landscaper-appliance doctor --data {data} --manifests {manifests}{doctor_server}\n{kubectl_line}Edit or add YAML in {manifests} and watch the installation follow. Ctrl-C stops the demo.\n",
+        "\nThe demo is ready.\n  status page:  {server}/\n  API:          {server}\n{kubeconfig_line}  manifests:    {manifests}\n  data:         {data}\n\nTry, in another terminal (the CLI finds this demo by itself, no LANDSCAPER_APPLIANCE_DATA needed):\n  landscaper-appliance get installations -n demo\n  landscaper-appliance tree greeter -n demo\n  landscaper-appliance describe installation greeter -n demo\n  landscaper-appliance reconcile greeter -n demo\n  landscaper-appliance get installations -n demo -w\n  landscaper-appliance doctor\n{kubectl_line}Edit or add YAML in {manifests} and watch the installation follow. Ctrl-C stops the demo.\n",
     )
 }
 
@@ -142,7 +137,7 @@ mod tests {
             "kubeconfig:   /tmp/d/data/kubeconfig.yaml",
             "landscaper-appliance get installations -n demo\n",
             "landscaper-appliance reconcile greeter -n demo\n",
-            "doctor --data /tmp/d/data --manifests /tmp/d/manifests --server http://127.0.0.1:9000",
+            "landscaper-appliance doctor\n",
             "kubectl --kubeconfig /tmp/d/data/kubeconfig.yaml get installations -A",
         ] {
             assert!(text.contains(expected), "{expected:?} missing in\n{text}");
@@ -152,7 +147,7 @@ mod tests {
             ..runtime
         };
         let text = banner(&default, None);
-        assert!(text.contains("--manifests /tmp/d/manifests\n"), "{text}");
+        assert!(text.contains("manifests:    /tmp/d/manifests\n"), "{text}");
         assert!(text.contains("kubeconfig:   none"), "{text}");
         assert!(!text.contains("kubectl --kubeconfig"), "{text}");
     }

@@ -460,17 +460,17 @@ fn watch(
             } else {
                 print_document(object, &args.output, template, out)
             };
-            written
-                .and_then(|_| out.flush().map_err(anyhow::Error::from))
-                .map_err(|e| {
-                    result = Err(e);
-                })
-                .ok();
-            Ok(result.is_ok())
+            // A reader that left (`get -w | head`) ends the watch; main stays quiet about it.
+            if let Err(error) = written.and_then(|()| out.flush().map_err(anyhow::Error::from)) {
+                result = Err(error);
+                return Ok(false);
+            }
+            Ok(true)
         },
     )?;
     result
 }
+
 fn items(value: &Value) -> Vec<&Value> {
     match value.get("items").and_then(Value::as_array) {
         Some(items) => items.iter().collect(),

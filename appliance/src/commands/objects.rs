@@ -24,6 +24,8 @@ use crate::daemon::api::ApiToken;
 
 /// Environment variable holding the API token itself.
 pub use crate::daemon::api::token::TOKEN_ENV;
+/// Environment variable naming the token file (`--token-file`).
+const TOKEN_FILE_ENV: &str = "LANDSCAPER_APPLIANCE_TOKEN_FILE";
 /// Environment variable naming the data folder (as for `serve`).
 const DATA_ENV: &str = "LANDSCAPER_APPLIANCE_DATA";
 
@@ -846,7 +848,9 @@ pub fn resolve_token(
     data: &CliDataDir,
 ) -> anyhow::Result<ApiToken> {
     ApiToken::resolve(token_file, env_token, &data.path).with_context(|| match token_file {
-        Some(_) => "the API token is needed for writes (--token-file)".to_string(),
+        Some(_) => format!(
+            "the API token is needed for writes: the file given with --token-file (or {TOKEN_FILE_ENV}) cannot be used; give the daemon's DATA/api-token, or the token itself in {TOKEN_ENV}"
+        ),
         None => format!(
             "the API token is needed for writes: looked in the data folder {} ({}); point at the daemon's data folder with {DATA_ENV}=DIR, or give --token-file PATH or {TOKEN_ENV} (the packaged service's token is readable by root and the service user)",
             data.path.display(),
@@ -1534,7 +1538,10 @@ Installation/root             Progressing   01234567/fedcba98
         assert_eq!(token(None, None).unwrap(), "from-data");
         assert_eq!(token(None, Some(" ")).unwrap(), "from-data");
         let missing = token(Some(&dir.path().join("nope")), None).unwrap_err();
-        assert!(missing.contains("--token-file"), "{missing}");
+        assert!(
+            missing.contains("--token-file") && missing.contains(TOKEN_ENV),
+            "{missing}"
+        );
         std::fs::remove_file(dir.path().join(crate::daemon::api::token::TOKEN_FILE_NAME)).unwrap();
         let missing = token(None, None).unwrap_err();
         assert!(

@@ -32,7 +32,8 @@ pub fn runtime_file() -> PathBuf {
     }
 }
 
-/// The running demo announced in [`runtime_file`], if its process still runs.
+/// The running demo announced in [`runtime_file`], if its process still runs and its socket
+/// is there (a demo that was killed leaves the file behind).
 pub fn running_demo() -> Option<DemoRuntime> {
     read_runtime(&runtime_file())
 }
@@ -40,9 +41,12 @@ pub fn running_demo() -> Option<DemoRuntime> {
 fn read_runtime(file: &Path) -> Option<DemoRuntime> {
     let text = std::fs::read_to_string(file).ok()?;
     let runtime: DemoRuntime = serde_json::from_str(&text).ok()?;
-    Path::new(&format!("/proc/{}", runtime.pid))
-        .exists()
-        .then_some(runtime)
+    let alive = Path::new(&format!("/proc/{}", runtime.pid)).exists()
+        && runtime
+            .data_dir
+            .join(crate::config::SOCKET_FILE_NAME)
+            .exists();
+    alive.then_some(runtime)
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -156,14 +160,19 @@ mod tests {
     fn a_runtime_file_counts_only_while_its_process_runs() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("demo.json");
+        std::fs::write(dir.path().join(crate::config::SOCKET_FILE_NAME), "").unwrap();
         let mut runtime = DemoRuntime {
-            data_dir: "/d".into(),
+            data_dir: dir.path().to_path_buf(),
             manifests_dir: "/m".into(),
             server: "http://127.0.0.1:1".into(),
             pid: std::process::id(),
         };
         std::fs::write(&file, serde_json::to_vec(&runtime).unwrap()).unwrap();
         assert_eq!(read_runtime(&file), Some(runtime.clone()));
+        runtime.data_dir = dir.path().join("gone");
+        std::fs::write(&file, serde_json::to_vec(&runtime).unwrap()).unwrap();
+        assert_eq!(read_runtime(&file), None, "no socket: not running");
+        runtime.data_dir = dir.path().to_path_buf();
         runtime.pid = u32::MAX;
         std::fs::write(&file, serde_json::to_vec(&runtime).unwrap()).unwrap();
         assert_eq!(read_runtime(&file), None);

@@ -38,9 +38,14 @@ pub fn running_demo() -> Option<DemoRuntime> {
     read_runtime(&runtime_file())
 }
 
-fn read_runtime(file: &Path) -> Option<DemoRuntime> {
+/// The announcement in `file`, running or not.
+fn parse_runtime(file: &Path) -> Option<DemoRuntime> {
     let text = std::fs::read_to_string(file).ok()?;
-    let runtime: DemoRuntime = serde_json::from_str(&text).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn read_runtime(file: &Path) -> Option<DemoRuntime> {
+    let runtime = parse_runtime(file)?;
     let alive = Path::new(&format!("/proc/{}", runtime.pid)).exists()
         && runtime
             .data_dir
@@ -117,7 +122,8 @@ pub fn announce(config: &Config) {
 /// Removes the demo's announcement (when it is this process's).
 pub fn forget() {
     let file = runtime_file();
-    if read_runtime(&file).is_some_and(|r| r.pid == std::process::id()) {
+    // The daemon has stopped and removed its socket: not `read_runtime`.
+    if parse_runtime(&file).is_some_and(|r| r.pid == std::process::id()) {
         let _ = std::fs::remove_file(file);
     }
 }

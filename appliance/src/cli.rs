@@ -115,22 +115,56 @@ pub struct ServerArgs {
     pub server: String,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+/// `get`'s output formats (kubectl's names).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum OutputFormat {
     #[default]
     Table,
+    /// The table with the columns kubectl shows only with `-o wide`.
+    Wide,
     Yaml,
     Json,
     /// Only the names, as `kind/name`.
     Name,
+    /// A kubectl JSONPath template (`-o jsonpath='{.items[*].metadata.name}'`).
+    JsonPath(String),
+}
+
+impl std::str::FromStr for OutputFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(template) = s.strip_prefix("jsonpath=") {
+            return Ok(OutputFormat::JsonPath(template.to_string()));
+        }
+        Ok(match s {
+            "table" => OutputFormat::Table,
+            "wide" => OutputFormat::Wide,
+            "yaml" => OutputFormat::Yaml,
+            "json" => OutputFormat::Json,
+            "name" => OutputFormat::Name,
+            _ => {
+                return Err(format!(
+                    "unknown output format {s:?} (allowed: table, wide, yaml, json, name, jsonpath=TEMPLATE)"
+                ));
+            }
+        })
+    }
 }
 
 #[derive(Debug, Args, Clone)]
+#[command(after_help = "Examples:\n  \
+    landscaper-appliance get installations -A\n  \
+    landscaper-appliance get inst,di -n demo -o wide\n  \
+    landscaper-appliance get inst/greeter -n demo -o jsonpath='{.status.phase}'\n  \
+    landscaper-appliance get inst -n demo -o jsonpath='{range .items[*]}{.metadata.name}{\"\\n\"}{end}'\n  \
+    landscaper-appliance get inst -n demo -w")]
 pub struct GetArgs {
-    /// Resource type: plural, singular, short name or kind (installations, inst, Installation, ...).
+    /// Resource type: plural, singular, short name or kind (installations, inst, Installation,
+    /// ...), several separated by commas (`inst,di`), or `TYPE/NAME`.
     pub resource: String,
-    /// Object name; all objects when omitted.
-    pub name: Option<String>,
+    /// Object names (or more `TYPE/NAME`); all objects when omitted.
+    pub names: Vec<String>,
     /// Namespace (default: `default`).
     #[arg(short, long)]
     pub namespace: Option<String>,
@@ -140,8 +174,15 @@ pub struct GetArgs {
     /// Label selector, e.g. `a=b,c!=d`.
     #[arg(short = 'l', long)]
     pub selector: Option<String>,
-    #[arg(short, long, value_enum, default_value_t)]
+    /// Output format: table, wide, yaml, json, name or jsonpath=TEMPLATE.
+    #[arg(short, long, default_value = "table", value_name = "FORMAT")]
     pub output: OutputFormat,
+    /// Leave out the table's header line.
+    #[arg(long)]
+    pub no_headers: bool,
+    /// After listing, follow changes and print the objects as they change (one resource type).
+    #[arg(short = 'w', long)]
+    pub watch: bool,
     #[command(flatten)]
     pub server: ServerArgs,
 }
@@ -349,6 +390,7 @@ pub enum RenderOutputFormat {
     after_help = "Examples:\n  \
     landscaper-appliance render ./my-blueprint --imports imports.yaml\n  \
     landscaper-appliance render installation.yaml --imports-from manifests.d/\n  \
+    landscaper-appliance render manifests.d/20-installations.yaml --name greeter\n  \
     landscaper-appliance render template --engine gotemplate deploy.yaml --values values.yaml"
 )]
 pub struct RenderArgs {
@@ -358,6 +400,9 @@ pub struct RenderArgs {
     /// blueprint.
     #[arg(required = true)]
     pub path: Option<PathBuf>,
+    /// The Installation to render when the manifest file holds several.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
     /// YAML/JSON map of import name to value (a Target object or its spec for target imports);
     /// wins over values found with --imports-from.
     #[arg(long, value_name = "FILE")]
@@ -645,5 +690,39 @@ mod tests {
             }
             other => panic!("parsed {other:?}"),
         }
+        let cli = Cli::try_parse_from([
+            "landscaper-appliance",
+            "get",
+            "inst/a",
+            "di/b",
+            "-o",
+            "jsonpath={.items[*]['metadata.name']}",
+            "--no-headers",
+            "-w",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Get(args) => {
+                assert_eq!(args.resource, "inst/a");
+                assert_eq!(args.names, ["di/b"]);
+                assert_eq!(
+                    args.output,
+                    OutputFormat::JsonPath("{.items[*]['metadata.name']}".into())
+                );
+                assert!(args.no_headers && args.watch);
+            }
+            other => panic!("parsed {other:?}"),
+        }
+        for (text, format) in [
+            ("wide", OutputFormat::Wide),
+            ("name", OutputFormat::Name),
+            ("table", OutputFormat::Table),
+        ] {
+            assert_eq!(text.parse::<OutputFormat>(), Ok(format));
+        }
+        let bad = Cli::try_parse_from(["landscaper-appliance", "get", "inst", "-o", "go-template"])
+            .unwrap_err()
+            .to_string();
+        assert!(bad.contains("jsonpath=TEMPLATE"), "{bad}");
     }
 }

@@ -55,11 +55,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(args) => {
             logging::init(log_format.unwrap_or(LogFormat::Text), "info");
             let config = daemon::prepare_demo(&args)?;
-            daemon::run_blocking(config, None)?;
+            commands::demo::announce(&config);
+            let result = daemon::run_blocking(config, None);
+            commands::demo::forget();
+            result?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Get(args) => {
-            commands::get(&args, &mut std::io::stdout().lock())?;
+            commands::get(
+                &args,
+                &mut std::io::stdout().lock(),
+                &mut std::io::stderr().lock(),
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Describe(args) => {

@@ -291,9 +291,10 @@ async fn kubectl_reads_the_api() {
     let file_rows = rows(&files);
     assert_eq!(
         file_rows[0],
-        ["NAME", "PATH", "OBJECTS", "ERROR", "AGE"],
+        ["NAME", "PATH", "PHASE", "OBJECTS", "ERROR", "AGE"],
         "{files}"
     );
+    // (The fixture's ManifestFiles have no status.phase: an empty PHASE cell.)
     assert_eq!(
         file_rows[1][..4],
         ["broken.yaml", "broken.yaml", "0", "2:5:"],

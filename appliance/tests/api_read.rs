@@ -895,18 +895,21 @@ async fn tables_follow_the_printer_columns() {
     assert_eq!(
         file_columns,
         [
-            "Name", "Path", "Objects", "Error", "Age", "Skipped", "SHA256"
+            "Name", "Path", "Phase", "Objects", "Error", "Age", "Skipped", "SHA256"
         ]
     );
     assert_eq!(files["rows"][0]["cells"][0], "broken.yaml");
-    assert_eq!(files["rows"][0]["cells"][2], 0);
+    // The fixture's ManifestFiles have no status.phase (the ingest sets it; tests/tests/cli_habits.rs).
+    assert_eq!(files["rows"][0]["cells"][2], Value::Null);
+    assert_eq!(files["rows"][0]["cells"][3], 0);
     assert_eq!(
-        files["rows"][0]["cells"][3],
+        files["rows"][0]["cells"][4],
         "3:7: mapping values are not allowed here"
     );
     assert_eq!(files["rows"][1]["cells"][1], "demo/root.yaml");
-    assert_eq!(files["rows"][1]["cells"][2], 1);
-    assert_eq!(files["rows"][1]["cells"][3], Value::Null);
+    assert_eq!(files["rows"][1]["cells"][2], Value::Null);
+    assert_eq!(files["rows"][1]["cells"][3], 1);
+    assert_eq!(files["rows"][1]["cells"][4], Value::Null);
 
     let targets = request_with(
         s.addr,

@@ -357,6 +357,8 @@ fn demo_serves_the_embedded_folder_and_its_blueprint_renders() {
         .args(["demo", "--dir"])
         .arg(dir.path())
         .args(["--listen", &format!("127.0.0.1:{port}")])
+        // The demo announces itself there (killed, it cannot remove the file).
+        .env("XDG_RUNTIME_DIR", dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

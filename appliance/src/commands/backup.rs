@@ -26,6 +26,7 @@ use landscaper_store::{Kind, OpenError, StoreError, StoreFile};
 
 use crate::cli::{BackupArgs, RestoreArgs, StoreLocationArgs};
 use crate::commands::client::{Client, ClientError};
+use crate::commands::progress::{CountingWriter, Progress, Unit};
 use crate::config::{Config, ConfigError, Overrides};
 use crate::daemon::api::ApiToken;
 use crate::daemon::api::backup::{BACKUP_PATH, OBJECTS_HEADER, REVISION_HEADER};
@@ -344,10 +345,18 @@ fn download(
         .open(&partial)
         .map_err(io("creating", &partial))?;
     let result = (|| {
+        let mut sink = CountingWriter {
+            inner: &mut file,
+            progress: Progress::stderr(
+                format!("downloading the snapshot ({objects} objects)"),
+                length,
+                Unit::Bytes,
+            ),
+        };
         let written = if chunked {
-            copy_chunked(&mut reader, &mut file).map_err(|e| http(e.to_string()))?
+            copy_chunked(&mut reader, &mut sink).map_err(|e| http(e.to_string()))?
         } else if let Some(n) = length {
-            let copied = std::io::copy(&mut (&mut reader).take(n), &mut file)
+            let copied = std::io::copy(&mut (&mut reader).take(n), &mut sink)
                 .map_err(|e| http(format!("reading the snapshot: {e}")))?;
             if copied != n {
                 return Err(http(format!(
@@ -356,9 +365,11 @@ fn download(
             }
             copied
         } else {
-            std::io::copy(&mut reader, &mut file)
+            std::io::copy(&mut reader, &mut sink)
                 .map_err(|e| http(format!("reading the snapshot: {e}")))?
         };
+        sink.progress.finish();
+        drop(sink);
         file.sync_all().map_err(io("syncing", &partial))?;
         // A complete snapshot opens as a store of this format.
         let check = StoreFile::open(&partial).map_err(|source| BackupError::Store {
@@ -480,17 +491,22 @@ pub fn restore(args: &RestoreArgs, out: &mut impl Write) -> Result<(), BackupErr
                 source,
             })?;
     }
-    let report =
-        landscaper_store::restore_file(&args.file, &location.store_path).map_err(|source| {
-            match source {
-                StoreError::Open(OpenError::Locked { path }) => BackupError::DaemonRunning { path },
-                source => BackupError::Store {
-                    step: "restoring",
-                    path: args.file.display().to_string(),
-                    source: Box::new(source),
-                },
-            }
-        })?;
+    let mut progress = Progress::stderr("restore", None, Unit::Bytes);
+    progress.step(&format!(
+        "checking {} and replacing {}",
+        args.file.display(),
+        location.store_path.display()
+    ));
+    let restored = landscaper_store::restore_file(&args.file, &location.store_path);
+    progress.finish();
+    let report = restored.map_err(|source| match source {
+        StoreError::Open(OpenError::Locked { path }) => BackupError::DaemonRunning { path },
+        source => BackupError::Store {
+            step: "restoring",
+            path: args.file.display().to_string(),
+            source: Box::new(source),
+        },
+    })?;
     let counts: Vec<String> = report
         .counts
         .iter()

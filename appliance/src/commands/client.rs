@@ -178,24 +178,90 @@ impl Client {
         accept: &str,
         body: Option<(&str, &[u8])>,
     ) -> Result<(u16, Vec<u8>), ClientError> {
+        let (code, mut reader) = self.open(
+            method,
+            path_and_query,
+            accept,
+            body,
+            Some(Duration::from_secs(60)),
+        )?;
+        let mut body = Vec::new();
+        reader
+            .read_to_end(&mut body)
+            .map_err(|e| self.bad(e.to_string()))?;
+        Ok((code, body))
+    }
+
+    fn bad(&self, message: String) -> ClientError {
+        ClientError::Response {
+            server: self.server.clone(),
+            message,
+        }
+    }
+
+    /// Follows a watch (`path_and_query` with `watch=true`): calls `on_event` with every event
+    /// (`{"type": …, "object": …}`) as it arrives, until the server ends the stream or
+    /// `on_event` answers `false`. Non-2xx answers become [`ClientError::Api`].
+    pub fn watch(
+        &self,
+        path_and_query: &str,
+        accept: &str,
+        mut on_event: impl FnMut(Value) -> Result<bool, ClientError>,
+    ) -> Result<(), ClientError> {
+        let (code, reader) = self.open("GET", path_and_query, accept, None, None)?;
+        let mut reader = BufReader::new(reader);
+        if !(200..300).contains(&code) {
+            let mut body = Vec::new();
+            reader
+                .read_to_end(&mut body)
+                .map_err(|e| self.bad(e.to_string()))?;
+            return self.decode(code, &body).map(|_| ());
+        }
+        loop {
+            let mut line = String::new();
+            let n = reader
+                .read_line(&mut line)
+                .map_err(|e| self.bad(e.to_string()))?;
+            if n == 0 {
+                return Ok(());
+            }
+            if line.trim().is_empty() {
+                continue;
+            }
+            let event: Value = serde_json::from_str(&line)
+                .map_err(|e| self.bad(format!("invalid watch event ({e})")))?;
+            if !on_event(event)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Sends one request and reads the answer's head; the body is left to read.
+    fn open(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        accept: &str,
+        body: Option<(&str, &[u8])>,
+        read_timeout: Option<Duration>,
+    ) -> Result<(u16, BodyReader), ClientError> {
         let connect_err = |source| ClientError::Connect {
             server: self.server.clone(),
             source,
         };
-        let mut stream: Box<dyn ReadWrite> = match &self.socket {
+        let stream: Box<dyn ReadWrite> = match &self.socket {
             Some(path) => {
                 let s = UnixStream::connect(path).map_err(connect_err)?;
-                s.set_read_timeout(Some(Duration::from_secs(60)))
-                    .map_err(connect_err)?;
+                s.set_read_timeout(read_timeout).map_err(connect_err)?;
                 Box::new(s)
             }
             None => {
                 let s = TcpStream::connect(&self.host_port).map_err(connect_err)?;
-                s.set_read_timeout(Some(Duration::from_secs(60)))
-                    .map_err(connect_err)?;
+                s.set_read_timeout(read_timeout).map_err(connect_err)?;
                 Box::new(s)
             }
         };
+        let mut stream = stream;
         // One write: `write!` on an unbuffered stream would send the request in pieces.
         let mut request = format!(
             "{method} {path_and_query} HTTP/1.1\r\nHost: {}\r\nAccept: {accept}\r\nUser-Agent: landscaper-appliance-cli/{}\r\nConnection: close\r\n",
@@ -218,27 +284,22 @@ impl Client {
         request.extend_from_slice(b"\r\n");
         request.extend_from_slice(body.1);
         stream.write_all(&request).map_err(connect_err)?;
-        let bad = |message: String| ClientError::Response {
-            server: self.server.clone(),
-            message,
-        };
         let mut reader = BufReader::new(stream);
         let mut status_line = String::new();
         reader
             .read_line(&mut status_line)
-            .map_err(|e| bad(e.to_string()))?;
+            .map_err(|e| self.bad(e.to_string()))?;
         let code: u16 = status_line
             .split_whitespace()
             .nth(1)
             .and_then(|c| c.parse().ok())
-            .ok_or_else(|| bad(format!("bad status line {status_line:?}")))?;
-        let mut chunked = false;
-        let mut length = None;
+            .ok_or_else(|| self.bad(format!("bad status line {status_line:?}")))?;
+        let mut framing = Framing::UntilClose;
         loop {
             let mut line = String::new();
             reader
                 .read_line(&mut line)
-                .map_err(|e| bad(e.to_string()))?;
+                .map_err(|e| self.bad(e.to_string()))?;
             let line = line.trim_end();
             if line.is_empty() {
                 break;
@@ -248,46 +309,87 @@ impl Client {
                 if name.eq_ignore_ascii_case("transfer-encoding")
                     && value.eq_ignore_ascii_case("chunked")
                 {
-                    chunked = true;
-                } else if name.eq_ignore_ascii_case("content-length") {
-                    length = value.parse::<usize>().ok();
+                    framing = Framing::Chunked {
+                        left: 0,
+                        done: false,
+                    };
+                } else if name.eq_ignore_ascii_case("content-length")
+                    && !matches!(framing, Framing::Chunked { .. })
+                    && let Ok(n) = value.parse::<u64>()
+                {
+                    framing = Framing::Length(n);
                 }
             }
         }
-        let mut body = Vec::new();
-        if chunked {
-            loop {
-                let mut size_line = String::new();
-                reader
-                    .read_line(&mut size_line)
-                    .map_err(|e| bad(e.to_string()))?;
-                let size =
-                    usize::from_str_radix(size_line.trim().split(';').next().unwrap_or(""), 16)
-                        .map_err(|_| bad(format!("bad chunk size {size_line:?}")))?;
-                if size == 0 {
-                    break;
+        Ok((code, BodyReader { reader, framing }))
+    }
+}
+
+/// How the body of an answer ends.
+enum Framing {
+    Length(u64),
+    /// `left`: bytes left in the current chunk.
+    Chunked {
+        left: usize,
+        done: bool,
+    },
+    UntilClose,
+}
+
+/// The body of an answer, decoded from its framing as it is read.
+pub struct BodyReader {
+    reader: BufReader<Box<dyn ReadWrite>>,
+    framing: Framing,
+}
+
+impl Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
+        match &mut self.framing {
+            Framing::UntilClose => self.reader.read(buf),
+            Framing::Length(left) => {
+                if *left == 0 || buf.is_empty() {
+                    return Ok(0);
                 }
-                let start = body.len();
-                body.resize(start + size, 0);
-                reader
-                    .read_exact(&mut body[start..])
-                    .map_err(|e| bad(e.to_string()))?;
-                let mut crlf = [0u8; 2];
-                reader
-                    .read_exact(&mut crlf)
-                    .map_err(|e| bad(e.to_string()))?;
+                let max = usize::try_from(*left).unwrap_or(usize::MAX).min(buf.len());
+                let n = self.reader.read(&mut buf[..max])?;
+                if n == 0 {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+                *left -= n as u64;
+                Ok(n)
             }
-        } else if let Some(n) = length {
-            body.resize(n, 0);
-            reader
-                .read_exact(&mut body)
-                .map_err(|e| bad(e.to_string()))?;
-        } else {
-            reader
-                .read_to_end(&mut body)
-                .map_err(|e| bad(e.to_string()))?;
+            Framing::Chunked { left, done } => {
+                if *done || buf.is_empty() {
+                    return Ok(0);
+                }
+                if *left == 0 {
+                    let mut size_line = String::new();
+                    if self.reader.read_line(&mut size_line)? == 0 {
+                        return Err(std::io::ErrorKind::UnexpectedEof.into());
+                    }
+                    let size =
+                        usize::from_str_radix(size_line.trim().split(';').next().unwrap_or(""), 16)
+                            .map_err(|_| invalid(format!("bad chunk size {size_line:?}")))?;
+                    if size == 0 {
+                        *done = true;
+                        return Ok(0);
+                    }
+                    *left = size;
+                }
+                let max = (*left).min(buf.len());
+                let n = self.reader.read(&mut buf[..max])?;
+                if n == 0 {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+                *left -= n;
+                if *left == 0 {
+                    let mut crlf = [0u8; 2];
+                    self.reader.read_exact(&mut crlf)?;
+                }
+                Ok(n)
+            }
         }
-        Ok((code, body))
     }
 }
 
@@ -428,6 +530,47 @@ mod tests {
             .get_json("/x")
             .unwrap();
         assert!(!request.recv().unwrap().contains("s3cret"));
+    }
+
+    #[test]
+    fn follows_a_watch_event_by_event() {
+        let events = "{\"type\":\"ADDED\",\"object\":{\"n\":1}}\n{\"type\":\"MODIFIED\",\"object\":{\"n\":2}}\n";
+        // The second event is split across chunks, as a server may cut them.
+        let (a, b) = events.split_at(40);
+        let server = serve_once(format!(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+            a.len(),
+            b.len()
+        ));
+        let mut seen = Vec::new();
+        Client::new(&server)
+            .unwrap()
+            .watch("/x?watch=true", "application/json", |event| {
+                seen.push((event["type"].clone(), event["object"]["n"].clone()));
+                Ok(true)
+            })
+            .unwrap();
+        assert_eq!(
+            seen,
+            [
+                (Value::from("ADDED"), Value::from(1)),
+                (Value::from("MODIFIED"), Value::from(2))
+            ]
+        );
+        // A refused watch is the API's error.
+        let body = r#"{"kind":"Status","reason":"Expired","message":"too old"}"#;
+        let server = serve_once(format!(
+            "HTTP/1.1 410 Gone\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ));
+        let error = Client::new(&server)
+            .unwrap()
+            .watch("/x?watch=true", "application/json", |_| Ok(true))
+            .unwrap_err();
+        assert!(
+            matches!(error, ClientError::Api { code: 410, .. }),
+            "{error:?}"
+        );
     }
 
     #[test]

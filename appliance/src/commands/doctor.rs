@@ -41,7 +41,9 @@ use crate::cli::{DoctorArgs, DoctorOutputFormat};
 use crate::commands::api_path;
 use crate::commands::backup::{Location, PrivateTempDir, take_snapshot};
 use crate::commands::client::ClientError;
-use crate::config::{Config, ConfigFile, DEFAULT_CONFIG_FILE, Overrides};
+use crate::config::{
+    Config, ConfigFile, DEFAULT_CONFIG_FILE, DEFAULT_DATA_DIR, Overrides, SOCKET_FILE_NAME,
+};
 use crate::daemon::controllers::deployitem::target::{ResolvedTarget, parse_content};
 use landscaper_store::model::kubeconfig_text;
 
@@ -99,11 +101,36 @@ pub fn failed(checks: &[Check]) -> bool {
 pub fn run(args: &DoctorArgs) -> Vec<Check> {
     let timeout = Duration::from_secs(args.timeout.max(1));
     let mut checks = Vec::new();
-    let overrides = Overrides {
+    let mut overrides = Overrides {
         data_dir: args.location.data.clone(),
         manifests_dir: args.manifests.clone(),
         ..Overrides::default()
     };
+    // Nothing named and no installed daemon: the running demo's folders, if one runs.
+    let nothing_named = args.location.config.is_none()
+        && args.location.data.is_none()
+        && args.manifests.is_none()
+        && args.access.server.is_none()
+        && !Path::new(DEFAULT_CONFIG_FILE).exists()
+        && !Path::new(DEFAULT_DATA_DIR).join(SOCKET_FILE_NAME).exists();
+    if let Some(demo) = nothing_named
+        .then(crate::commands::demo::running_demo)
+        .flatten()
+    {
+        checks.push(Check::new(
+            "demo",
+            Status::Ok,
+            format!(
+                "checking the running demo (announced in {}): data {}, manifests {}",
+                crate::commands::demo::runtime_file().display(),
+                demo.data_dir.display(),
+                demo.manifests_dir.display()
+            ),
+        ));
+        overrides.data_dir = Some(demo.data_dir);
+        overrides.manifests_dir = Some(demo.manifests_dir);
+        overrides.listen = demo.server.strip_prefix("http://").map(str::to_string);
+    }
     let config = match Config::load(args.location.config.as_deref(), overrides.clone()) {
         Ok(config) => {
             let message = match &args.location.config {
@@ -553,6 +580,15 @@ pub fn parse_server(url: &str) -> Option<(String, u16)> {
     (!host.is_empty()).then(|| (host.to_string(), port))
 }
 
+/// Whether `host` is under a top-level domain reserved for names that never resolve
+/// (`.invalid`, `.example`; RFC 2606): the demo's and the examples' placeholder clusters.
+pub fn is_placeholder_host(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    ["invalid", "example"]
+        .iter()
+        .any(|tld| host == *tld || host.ends_with(&format!(".{tld}")))
+}
+
 fn connect(host: &str, port: u16, timeout: Duration) -> Result<Duration, String> {
     let addresses: Vec<_> = (host, port)
         .to_socket_addrs()
@@ -598,6 +634,11 @@ fn check_targets(objects: &[Value], timeout: Duration) -> Vec<Check> {
                     );
                     match target_server(target, objects) {
                         Err(why) => Check::new(name, Status::Warn, format!("not checked: {why}")),
+                        Ok((host, _)) if is_placeholder_host(&host) => Check::new(
+                            name,
+                            Status::Ok,
+                            format!("{host} is a placeholder (a reserved name that never resolves, RFC 2606), as in the demo: not checked"),
+                        ),
                         Ok((host, port)) => match connect(&host, port, timeout) {
                             Ok(took) => Check::new(
                                 name,
@@ -874,6 +915,27 @@ pub fn print(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reserved_names_are_placeholders() {
+        for host in [
+            "edge-cluster.invalid",
+            "a.b.INVALID.",
+            "cluster.example",
+            "invalid",
+        ] {
+            assert!(is_placeholder_host(host), "{host}");
+        }
+        for host in [
+            "example.com",
+            "invalid.org",
+            "10.0.0.1",
+            "api.cluster.local",
+            "myinvalid",
+        ] {
+            assert!(!is_placeholder_host(host), "{host}");
+        }
+    }
 
     #[test]
     fn parses_kubeconfig_servers() {

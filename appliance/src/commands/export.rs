@@ -54,6 +54,7 @@ use serde_json::{Map, Value, json};
 
 use crate::cli::ExportArgs;
 use crate::commands::backup::{BackupError, Location, PrivateTempDir, Source, take_snapshot};
+use crate::commands::progress::{Progress, Unit};
 use crate::daemon::controllers::installation::dataflow::LOCAL_BLUEPRINT_PREFIX;
 
 /// Annotations never exported (exact keys).
@@ -665,7 +666,13 @@ pub fn write_plan(plan: &ExportPlan, dir: &Path, header: &str) -> Result<(), Exp
         })?;
         write_private_file(&folder.join("00-namespace.yaml"), &text)?;
     }
+    let mut progress = Progress::stderr(
+        format!("writing {}", dir.display()),
+        Some(plan.objects.len() as u64),
+        Unit::Objects,
+    );
     for exported in &plan.objects {
+        progress.add(1);
         let path = dir.join(&exported.path);
         if let Some(parent) = path.parent() {
             create_private_dir(parent)?;

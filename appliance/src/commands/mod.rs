@@ -4,9 +4,12 @@
 
 pub mod backup;
 pub mod client;
+pub mod demo;
 pub mod doctor;
 pub mod export;
+pub mod jsonpath;
 mod objects;
+pub mod progress;
 pub mod render;
 pub mod render_chart;
 pub mod ui;

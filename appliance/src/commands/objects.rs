@@ -18,11 +18,14 @@ use crate::cli::{
     TreeOutputFormat, WriteArgs,
 };
 use crate::commands::client::Client;
+use crate::commands::jsonpath::Template;
 use crate::config::DEFAULT_DATA_DIR;
 use crate::daemon::api::ApiToken;
 
 /// Environment variable holding the API token itself.
 pub use crate::daemon::api::token::TOKEN_ENV;
+/// Environment variable naming the token file (`--token-file`).
+const TOKEN_FILE_ENV: &str = "LANDSCAPER_APPLIANCE_TOKEN_FILE";
 /// Environment variable naming the data folder (as for `serve`).
 const DATA_ENV: &str = "LANDSCAPER_APPLIANCE_DATA";
 
@@ -75,53 +78,399 @@ fn percent_encode(s: &str) -> String {
         .collect()
 }
 
-pub fn get(args: &GetArgs, out: &mut impl Write) -> anyhow::Result<()> {
-    let kind = resolve_kind(&args.resource).with_context(|| {
-        format!(
-            "the server doesn't have a resource type {:?} (known: {})",
-            args.resource,
-            Kind::ALL.map(|k| k.plural()).join(", ")
-        )
-    })?;
-    if args.name.is_some() && args.all_namespaces {
+/// What one `get` asks for: a kind and names (none: every object of the kind).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GetRequest {
+    pub kind: Kind,
+    pub names: Vec<String>,
+}
+
+fn unknown_kind(resource: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "the server doesn't have a resource type {resource:?} (known: {})",
+        Kind::ALL.map(|k| k.plural()).join(", ")
+    )
+}
+
+/// kubectl's argument forms: `TYPE[,TYPE…] [NAME…]`, or `TYPE/NAME…` (then every argument has
+/// that form). Kinds keep the order they were first named in; names of one kind are grouped.
+pub fn get_requests(resource: &str, names: &[String]) -> anyhow::Result<Vec<GetRequest>> {
+    let mut requests: Vec<GetRequest> = Vec::new();
+    if resource.contains('/') {
+        for arg in std::iter::once(resource).chain(names.iter().map(String::as_str)) {
+            let Some((kind, name)) = arg.split_once('/') else {
+                bail!(
+                    "there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'get inst/a inst/b' instead of 'get inst/a b'): {arg:?} has no TYPE/"
+                );
+            };
+            if name.is_empty() || name.contains('/') {
+                bail!("{arg:?} is not of the form TYPE/NAME");
+            }
+            let kind = resolve_kind(kind).ok_or_else(|| unknown_kind(kind))?;
+            match requests.iter_mut().find(|r| r.kind == kind) {
+                Some(request) => request.names.push(name.to_string()),
+                None => requests.push(GetRequest {
+                    kind,
+                    names: vec![name.to_string()],
+                }),
+            }
+        }
+        return Ok(requests);
+    }
+    for part in resource.split(',') {
+        let kind = resolve_kind(part.trim()).ok_or_else(|| unknown_kind(part))?;
+        if !requests.iter().any(|r| r.kind == kind) {
+            requests.push(GetRequest {
+                kind,
+                names: names.to_vec(),
+            });
+        }
+    }
+    Ok(requests)
+}
+
+pub fn get(args: &GetArgs, out: &mut impl Write, err: &mut impl Write) -> anyhow::Result<()> {
+    let requests = get_requests(&args.resource, &args.names)?;
+    let named = requests.iter().any(|r| !r.names.is_empty());
+    if named && args.all_namespaces {
         bail!("a resource cannot be retrieved by name across all namespaces");
     }
+    if args.watch && requests.len() != 1 {
+        bail!(
+            "watch is only supported on individual resources and resource collections, but {} resource types were given",
+            requests.len()
+        );
+    }
+    let template = match &args.output {
+        OutputFormat::JsonPath(text) => Some(Template::parse(text)?),
+        _ => None,
+    };
     let client = cli_client(&args.server.server)?;
     let namespace = if args.all_namespaces {
         None
     } else {
         Some(args.namespace.as_deref().unwrap_or("default"))
     };
-    let mut path = api_path(kind, namespace, args.name.as_deref());
-    if let Some(selector) = &args.selector {
-        path.push_str(&format!("?labelSelector={}", percent_encode(selector)));
-    }
-    match args.output {
-        OutputFormat::Table => {
-            let table = client.get_json_as(&path, TABLE_ACCEPT)?;
-            print_table(&table, args.all_namespaces && kind.namespaced(), out)?;
+    let selector = args
+        .selector
+        .as_ref()
+        .map(|s| format!("labelSelector={}", percent_encode(s)));
+    let query = |extra: &[&str]| -> String {
+        let params: Vec<&str> = selector
+            .iter()
+            .map(String::as_str)
+            .chain(extra.iter().copied())
+            .collect();
+        if params.is_empty() {
+            String::new()
+        } else {
+            format!("?{}", params.join("&"))
         }
+    };
+    if args.watch {
+        return watch(
+            args,
+            &requests[0],
+            &client,
+            namespace,
+            &query(&["watch=true"]),
+            template.as_ref(),
+            out,
+        );
+    }
+    match &args.output {
+        OutputFormat::Table | OutputFormat::Wide => {
+            let wide = args.output == OutputFormat::Wide;
+            let with_kind = requests.len() > 1;
+            let mut printed = false;
+            for request in &requests {
+                let kind = request.kind;
+                let include = if row_details(kind).is_some() {
+                    &["includeObject=Object"][..]
+                } else {
+                    &[]
+                };
+                let tables: Vec<Value> = if request.names.is_empty() {
+                    vec![client.get_json_as(
+                        &(api_path(kind, namespace, None) + &query(include)),
+                        TABLE_ACCEPT,
+                    )?]
+                } else {
+                    request
+                        .names
+                        .iter()
+                        .map(|name| {
+                            client.get_json_as(
+                                &(api_path(kind, namespace, Some(name)) + &query(include)),
+                                TABLE_ACCEPT,
+                            )
+                        })
+                        .collect::<Result<_, _>>()?
+                };
+                let mut table = TableText::default();
+                for t in &tables {
+                    table.add(
+                        t,
+                        kind,
+                        &RowOptions {
+                            with_namespace: args.all_namespaces && kind.namespaced(),
+                            wide,
+                            kind_prefix: with_kind.then(|| kind.singular()),
+                        },
+                    );
+                }
+                if table.rows.is_empty() {
+                    continue;
+                }
+                if printed {
+                    writeln!(out)?;
+                }
+                table.write(!args.no_headers, out)?;
+                printed = true;
+            }
+            if !printed {
+                writeln!(
+                    err,
+                    "{}",
+                    no_resources_hint(&client, &requests, namespace, &query(&[]))
+                )?;
+            }
+        }
+        _ => {
+            let mut objects = Vec::new();
+            let mut lists = Vec::new();
+            for request in &requests {
+                if request.names.is_empty() {
+                    lists.push(
+                        client
+                            .get_json(&(api_path(request.kind, namespace, None) + &query(&[])))?,
+                    );
+                } else {
+                    for name in &request.names {
+                        objects.push(client.get_json(&api_path(
+                            request.kind,
+                            namespace,
+                            Some(name),
+                        ))?);
+                    }
+                }
+            }
+            // One list or one object as the API answered; several as kubectl's `List`.
+            let document = match (lists.len(), objects.len()) {
+                (1, 0) => lists.remove(0),
+                (0, 1) => objects.remove(0),
+                _ => {
+                    let mut items = objects;
+                    for list in lists {
+                        items.extend(list["items"].as_array().cloned().unwrap_or_default());
+                    }
+                    json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items})
+                }
+            };
+            print_document(&document, &args.output, template.as_ref(), out)?;
+            if items(&document).is_empty() && matches!(args.output, OutputFormat::Name) {
+                writeln!(
+                    err,
+                    "{}",
+                    no_resources_hint(&client, &requests, namespace, &query(&[]))
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Prints a list or object in one of the non-table formats.
+fn print_document(
+    document: &Value,
+    output: &OutputFormat,
+    template: Option<&Template>,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    match output {
         OutputFormat::Name => {
-            let value = client.get_json(&path)?;
-            for item in items(&value) {
+            for item in items(document) {
+                let kind = item["kind"].as_str().and_then(resolve_kind);
                 writeln!(
                     out,
                     "{}/{}",
-                    kind.singular(),
+                    kind.map_or("", |k| k.singular()),
                     item["metadata"]["name"].as_str().unwrap_or_default()
                 )?;
             }
         }
-        OutputFormat::Json => {
-            let value = client.get_json(&path)?;
-            writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+        OutputFormat::Json => writeln!(out, "{}", serde_json::to_string_pretty(document)?)?,
+        OutputFormat::Yaml => write!(out, "{}", to_yaml(document)?)?,
+        OutputFormat::JsonPath(_) => {
+            if let Some(template) = template {
+                write!(out, "{}", template.render(document)?)?;
+            }
         }
-        OutputFormat::Yaml => {
-            let value = client.get_json(&path)?;
-            write!(out, "{}", to_yaml(&value)?)?;
-        }
+        OutputFormat::Table | OutputFormat::Wide => {}
     }
     Ok(())
+}
+
+/// `No resources found in namespace x.`, and where objects of the kinds are when they are
+/// elsewhere (kubectl says only the first part).
+fn no_resources_hint(
+    client: &Client,
+    requests: &[GetRequest],
+    namespace: Option<&str>,
+    query: &str,
+) -> String {
+    let Some(namespace) = namespace.filter(|_| requests.iter().any(|r| r.kind.namespaced())) else {
+        return "No resources found".into();
+    };
+    let mut message = format!("No resources found in namespace {namespace}.");
+    for request in requests
+        .iter()
+        .filter(|r| r.kind.namespaced() && r.names.is_empty())
+    {
+        let Ok(all) = client.get_json(&(api_path(request.kind, None, None) + query)) else {
+            continue;
+        };
+        let namespaces: Vec<String> = items(&all)
+            .iter()
+            .filter_map(|o| o["metadata"]["namespace"].as_str().map(str::to_string))
+            .collect();
+        if let Some(hint) = elsewhere_hint(request.kind, &namespaces) {
+            message.push(' ');
+            message.push_str(&hint);
+        }
+    }
+    message
+}
+
+/// "3 installations exist in namespace demo; use -n demo or -A" from the namespaces of the
+/// objects found in all namespaces.
+pub fn elsewhere_hint(kind: Kind, namespaces: &[String]) -> Option<String> {
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for ns in namespaces {
+        *counts.entry(ns.as_str()).or_default() += 1;
+    }
+    let total: usize = counts.values().sum();
+    let noun = |n: usize| {
+        if n == 1 {
+            kind.singular()
+        } else {
+            kind.plural()
+        }
+    };
+    let verb = |n: usize| if n == 1 { "exists" } else { "exist" };
+    match counts.len() {
+        0 => None,
+        1 => {
+            let (ns, n) = counts.iter().next()?;
+            Some(format!(
+                "{n} {} {} in namespace {ns}; use -n {ns} or -A.",
+                noun(*n),
+                verb(*n)
+            ))
+        }
+        _ => {
+            let each: Vec<String> = counts.iter().map(|(ns, n)| format!("{ns}: {n}")).collect();
+            Some(format!(
+                "{total} {} {} in other namespaces ({}); use -n NAMESPACE or -A.",
+                noun(total),
+                verb(total),
+                each.join(", ")
+            ))
+        }
+    }
+}
+
+/// `get -w`: the current objects, then every change as it happens.
+fn watch(
+    args: &GetArgs,
+    request: &GetRequest,
+    client: &Client,
+    namespace: Option<&str>,
+    query: &str,
+    template: Option<&Template>,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let kind = request.kind;
+    let mut query = query.to_string();
+    match request.names.as_slice() {
+        [] => {}
+        [name] => query.push_str(&format!(
+            "&fieldSelector={}",
+            percent_encode(&format!("metadata.name={name}"))
+        )),
+        _ => bail!("watch is only supported on one object or the whole collection"),
+    }
+    let table = matches!(args.output, OutputFormat::Table | OutputFormat::Wide);
+    if table && row_details(kind).is_some() {
+        query.push_str("&includeObject=Object");
+    }
+    let options = RowOptions {
+        with_namespace: args.all_namespaces && kind.namespaced(),
+        wide: args.output == OutputFormat::Wide,
+        kind_prefix: None,
+    };
+    let mut widths: Option<Vec<usize>> = None;
+    let mut columns = Value::Null;
+    let accept = if table {
+        TABLE_ACCEPT
+    } else {
+        "application/json"
+    };
+    let mut result = Ok(());
+    client.watch(
+        &(api_path(kind, namespace, None) + &query),
+        accept,
+        |event| {
+            let object = &event["object"];
+            if event["type"] == "ERROR" {
+                result = Err(anyhow::anyhow!(
+                    "the watch ended: {}",
+                    object["message"].as_str().unwrap_or("error")
+                ));
+                return Ok(false);
+            }
+            if event["type"] == "BOOKMARK" {
+                return Ok(true);
+            }
+            let written = if table {
+                // The first event's table has the column definitions, later ones only rows.
+                let mut t = object.clone();
+                if t["columnDefinitions"]
+                    .as_array()
+                    .is_some_and(|c| !c.is_empty())
+                {
+                    columns = t["columnDefinitions"].clone();
+                } else {
+                    t["columnDefinitions"] = columns.clone();
+                }
+                let mut text = TableText::default();
+                text.add(&t, kind, &options);
+                let first = widths.is_none();
+                let widths = widths.get_or_insert_with(|| {
+                    // Room for names and messages that come later.
+                    text.widths().into_iter().map(|w| w.max(12)).collect()
+                });
+                let mut lines = Vec::new();
+                if first && !args.no_headers {
+                    lines.push(aligned(&text.header, widths));
+                }
+                lines.extend(text.rows.iter().map(|r| aligned(r, widths)));
+                lines
+                    .iter()
+                    .try_for_each(|l| writeln!(out, "{l}"))
+                    .map_err(anyhow::Error::from)
+            } else {
+                print_document(object, &args.output, template, out)
+            };
+            // A reader that left (`get -w | head`) ends the watch; main stays quiet about it.
+            if let Err(error) = written.and_then(|()| out.flush().map_err(anyhow::Error::from)) {
+                result = Err(error);
+                return Ok(false);
+            }
+            Ok(true)
+        },
+    )?;
+    result
 }
 
 fn items(value: &Value) -> Vec<&Value> {
@@ -135,64 +484,211 @@ pub fn to_yaml(value: &Value) -> anyhow::Result<String> {
     serde_saphyr::to_string(value).context("rendering YAML")
 }
 
-/// Prints a `meta.k8s.io/v1` Table like kubectl does; falls back to names and ages when the
-/// server answered with plain objects.
-pub fn print_table(
-    table: &Value,
-    with_namespace: bool,
-    out: &mut impl Write,
-) -> anyhow::Result<()> {
-    let mut header: Vec<String> = Vec::new();
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    if table["kind"] == "Table" {
-        let columns: Vec<(usize, String)> = table["columnDefinitions"]
-            .as_array()
-            .map(|cols| {
-                cols.iter()
-                    .enumerate()
-                    .filter(|(_, c)| c["priority"].as_i64().unwrap_or(0) == 0)
-                    .map(|(i, c)| (i, c["name"].as_str().unwrap_or("").to_ascii_uppercase()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if with_namespace {
-            header.push("NAMESPACE".into());
+/// How table rows are printed.
+#[derive(Debug, Clone, Default)]
+pub struct RowOptions {
+    /// A NAMESPACE column first (`-A`).
+    pub with_namespace: bool,
+    /// The columns of priority above 0 too (`-o wide`).
+    pub wide: bool,
+    /// Names as `kind/name` (several kinds in one `get`).
+    pub kind_prefix: Option<&'static str>,
+}
+
+/// A table as text cells: the header and the rows.
+#[derive(Debug, Default)]
+pub struct TableText {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl TableText {
+    /// Adds the rows of a `meta.k8s.io/v1` Table (or, when the server answered with plain
+    /// objects, their names), with the client's columns of `kind` (see [`row_details`]).
+    pub fn add(&mut self, table: &Value, kind: Kind, options: &RowOptions) {
+        let mut header = Vec::new();
+        if options.with_namespace {
+            header.push("NAMESPACE".to_string());
         }
-        header.extend(columns.iter().map(|(_, n)| n.clone()));
-        for row in table["rows"].as_array().into_iter().flatten() {
-            let mut cells = Vec::new();
-            if with_namespace {
-                cells.push(
-                    row["object"]["metadata"]["namespace"]
+        let details = row_details(kind);
+        let name_column;
+        let rows: Vec<(Vec<String>, &Value)> = if table["kind"] == "Table" {
+            let columns: Vec<(usize, String)> = table["columnDefinitions"]
+                .as_array()
+                .map(|cols| {
+                    cols.iter()
+                        .enumerate()
+                        .filter(|(_, c)| options.wide || c["priority"].as_i64().unwrap_or(0) == 0)
+                        .map(|(i, c)| (i, c["name"].as_str().unwrap_or("").to_ascii_uppercase()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            name_column = columns.iter().position(|(_, n)| n == "NAME");
+            header.extend(columns.iter().map(|(_, n)| n.clone()));
+            table["rows"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|row| {
+                    let cells = columns
+                        .iter()
+                        .map(|(i, _)| cell_text(&row["cells"][*i]))
+                        .collect();
+                    (cells, &row["object"])
+                })
+                .collect()
+        } else {
+            name_column = Some(0);
+            header.push("NAME".into());
+            items(table)
+                .into_iter()
+                .map(|item| {
+                    (
+                        vec![item["metadata"]["name"].as_str().unwrap_or("").to_string()],
+                        item,
+                    )
+                })
+                .collect()
+        };
+        if let Some(details) = details {
+            header.extend(details.header.iter().map(|h| h.to_string()));
+        }
+        if self.header.is_empty() {
+            self.header = header;
+        }
+        for (mut cells, object) in rows {
+            if let (Some(prefix), Some(i)) = (options.kind_prefix, name_column) {
+                cells[i] = format!("{prefix}/{}", cells[i]);
+            }
+            if let Some(details) = details {
+                cells.extend((details.cells)(object, options.wide));
+            }
+            if options.with_namespace {
+                cells.insert(
+                    0,
+                    object["metadata"]["namespace"]
                         .as_str()
                         .unwrap_or("")
                         .to_string(),
                 );
             }
-            for (i, _) in &columns {
-                cells.push(cell_text(&row["cells"][*i]));
-            }
-            rows.push(cells);
-        }
-    } else {
-        if with_namespace {
-            header.push("NAMESPACE".into());
-        }
-        header.push("NAME".into());
-        for item in items(table) {
-            let mut cells = Vec::new();
-            if with_namespace {
-                cells.push(item["metadata"]["namespace"].as_str().unwrap_or("").into());
-            }
-            cells.push(item["metadata"]["name"].as_str().unwrap_or("").into());
-            rows.push(cells);
+            self.rows.push(cells);
         }
     }
-    if rows.is_empty() {
-        writeln!(out, "No resources found.")?;
-        return Ok(());
+
+    /// The width of each column: its widest cell or header.
+    pub fn widths(&self) -> Vec<usize> {
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (i, cell) in row.iter().enumerate() {
+                if let Some(w) = widths.get_mut(i) {
+                    *w = (*w).max(cell.chars().count());
+                }
+            }
+        }
+        widths
     }
-    write_columns(&header, &rows, out)
+
+    /// The header (when `headers`) and the rows, in columns three spaces apart.
+    pub fn write(&self, headers: bool, out: &mut impl Write) -> anyhow::Result<()> {
+        let widths = self.widths();
+        if headers {
+            writeln!(out, "{}", aligned(&self.header, &widths))?;
+        }
+        for row in &self.rows {
+            writeln!(out, "{}", aligned(row, &widths))?;
+        }
+        Ok(())
+    }
+}
+
+/// One line of cells padded to `widths` (the last cell unpadded, trailing spaces trimmed).
+fn aligned(cells: &[String], widths: &[usize]) -> String {
+    let mut s = String::new();
+    for (i, cell) in cells.iter().enumerate() {
+        if i + 1 == cells.len() {
+            s.push_str(cell);
+        } else {
+            let width = widths.get(i).copied().unwrap_or(0);
+            s.push_str(&format!("{cell:<width$}   "));
+        }
+    }
+    s.trim_end().to_string()
+}
+
+/// Columns the CLI adds to the server's table of a kind (computed from the whole object,
+/// which the CLI asks for with `includeObject=Object`).
+pub struct RowDetails {
+    pub header: &'static [&'static str],
+    /// The cells of one object; the flag is `-o wide` (messages not shortened).
+    pub cells: fn(&Value, bool) -> Vec<String>,
+}
+
+/// The CLI's own columns: REASON and MESSAGE on Installations (why one is not Succeeded, as
+/// flux's READY/MESSAGE columns say it).
+pub fn row_details(kind: Kind) -> Option<&'static RowDetails> {
+    const INSTALLATION: RowDetails = RowDetails {
+        header: &["REASON", "MESSAGE"],
+        cells: |object, wide| {
+            let (reason, message) = not_succeeded_because(object);
+            vec![
+                reason,
+                if wide {
+                    message
+                } else {
+                    shorten(&message, MESSAGE_WIDTH)
+                },
+            ]
+        },
+    };
+    (kind == Kind::Installation).then_some(&INSTALLATION)
+}
+
+/// The MESSAGE column is cut to this many characters (not with `-o wide`).
+const MESSAGE_WIDTH: usize = 60;
+
+/// Why an Installation is not Succeeded, as (reason, first line of the message): its
+/// `lastError`, else the first condition that does not hold; nothing when it is Succeeded.
+pub fn not_succeeded_because(object: &Value) -> (String, String) {
+    let status = &object["status"];
+    if status["phase"] == "Succeeded" {
+        return (String::new(), String::new());
+    }
+    let first_line = |v: &Value| {
+        v.as_str()
+            .and_then(|m| m.lines().map(str::trim).find(|l| !l.is_empty()))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let error = &status["lastError"];
+    if error.is_object() {
+        return (
+            error["reason"].as_str().unwrap_or_default().to_string(),
+            first_line(&error["message"]),
+        );
+    }
+    let failing = status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["status"] != "True");
+    match failing {
+        Some(c) => (
+            c["reason"].as_str().unwrap_or_default().to_string(),
+            first_line(&c["message"]),
+        ),
+        None => (String::new(), String::new()),
+    }
+}
+
+/// `text` cut to `width` characters with `…` when longer.
+fn shorten(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 fn cell_text(cell: &Value) -> String {
@@ -209,30 +705,11 @@ fn write_columns(
     rows: &[Vec<String>],
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (i, cell) in row.iter().enumerate() {
-            if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(cell.chars().count());
-            }
-        }
+    TableText {
+        header: header.to_vec(),
+        rows: rows.to_vec(),
     }
-    let line = |cells: &[String]| -> String {
-        let mut s = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(cell);
-            } else {
-                s.push_str(&format!("{cell:<width$}   ", width = widths[i]));
-            }
-        }
-        s
-    };
-    writeln!(out, "{}", line(header))?;
-    for row in rows {
-        writeln!(out, "{}", line(row))?;
-    }
-    Ok(())
+    .write(true, out)
 }
 
 pub fn describe(args: &DescribeArgs, out: &mut impl Write) -> anyhow::Result<()> {
@@ -337,43 +814,76 @@ pub fn condition_rows(object: &Value, now: jiff::Timestamp) -> Vec<Vec<String>> 
         .collect()
 }
 
+/// The data folder the CLI looks in for the daemon's socket and token, and why that one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliDataDir {
+    pub path: PathBuf,
+    pub source: String,
+}
+
+/// `$LANDSCAPER_APPLIANCE_DATA`; else the default folder when a daemon's socket is there; else
+/// the folder of a running `demo` (see [`crate::commands::demo::running_demo`]) when `server`
+/// is the default or the demo's; else the default.
+pub fn cli_data_dir(server: &str) -> CliDataDir {
+    if let Some(path) = std::env::var_os(DATA_ENV).filter(|p| !p.is_empty()) {
+        return CliDataDir {
+            path: PathBuf::from(path),
+            source: format!("from {DATA_ENV}"),
+        };
+    }
+    let default = PathBuf::from(DEFAULT_DATA_DIR);
+    if !default.join(crate::config::SOCKET_FILE_NAME).exists()
+        && let Some(demo) = crate::commands::demo::running_demo()
+        && (server == crate::cli::DEFAULT_SERVER || server == demo.server)
+    {
+        return CliDataDir {
+            path: demo.data_dir,
+            source: format!(
+                "the running demo's, announced in {}",
+                crate::commands::demo::runtime_file().display()
+            ),
+        };
+    }
+    CliDataDir {
+        path: default,
+        source: format!("the default; {DATA_ENV} is not set and no demo runs"),
+    }
+}
+
 /// The API token for writes: from `token_file` when given, else the token in `env_token`, else
-/// from `<data>/api-token` (`data` defaulting to /var/lib/landscaper-appliance).
+/// from `<data>/api-token`.
 pub fn resolve_token(
     token_file: Option<&Path>,
     env_token: Option<&str>,
-    data_dir: Option<&Path>,
+    data: &CliDataDir,
 ) -> anyhow::Result<ApiToken> {
-    let data = data_dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
-    ApiToken::resolve(token_file, env_token, &data).with_context(|| {
-        format!(
-            "the API token is needed for writes (run as root or the service user, or set {TOKEN_ENV} or --token-file)"
-        )
+    ApiToken::resolve(token_file, env_token, &data.path).with_context(|| match token_file {
+        Some(_) => format!(
+            "the API token is needed for writes: the file given with --token-file (or {TOKEN_FILE_ENV}) cannot be used; give the daemon's DATA/api-token, or the token itself in {TOKEN_ENV}"
+        ),
+        None => format!(
+            "the API token is needed for writes: looked in the data folder {} ({}); point at the daemon's data folder with {DATA_ENV}=DIR, or give --token-file PATH or {TOKEN_ENV} (the packaged service's token is readable by root and the service user)",
+            data.path.display(),
+            data.source
+        ),
     })
 }
 
 /// The daemon's Unix socket when it is reachable (see [`Client::for_cli`]), else `server`.
 fn cli_client(server: &str) -> Result<Client, crate::commands::client::ClientError> {
-    let data_dir = std::env::var_os(DATA_ENV).map(PathBuf::from);
-    Client::for_cli(server, data_dir.as_deref())
+    Client::for_cli(server, Some(&cli_data_dir(server).path))
 }
 
 /// A client that sends the token of `args` with its writes (over the Unix socket, none is
 /// needed).
 pub fn write_client(args: &WriteArgs) -> anyhow::Result<Client> {
-    let client = cli_client(&args.server.server)?;
+    let data = cli_data_dir(&args.server.server);
+    let client = Client::for_cli(&args.server.server, Some(&data.path))?;
     if client.is_unix() {
         return Ok(client);
     }
     let env_token = std::env::var(TOKEN_ENV).ok();
-    let data_dir = std::env::var_os(DATA_ENV).map(PathBuf::from);
-    let token = resolve_token(
-        args.token_file.as_deref(),
-        env_token.as_deref(),
-        data_dir.as_deref(),
-    )?;
+    let token = resolve_token(args.token_file.as_deref(), env_token.as_deref(), &data)?;
     Ok(client.with_token(token.expose()))
 }
 
@@ -832,27 +1342,137 @@ mod tests {
         );
     }
 
+    fn table_text(table: &Value, kind: Kind, options: &RowOptions, headers: bool) -> String {
+        let mut text = TableText::default();
+        text.add(table, kind, options);
+        let mut out = Vec::new();
+        text.write(headers, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
     #[test]
     fn prints_tables_like_kubectl() {
         let table = json!({"kind": "Table", "columnDefinitions": [
             {"name": "Name", "priority": 0}, {"name": "Phase", "priority": 0}, {"name": "Hidden", "priority": 1}],
             "rows": [{"cells": ["root-1", "Succeeded", "x"], "object": {"metadata": {"namespace": "ns"}}},
                      {"cells": ["r2", null, "y"], "object": {"metadata": {"namespace": "other"}}}]});
-        let mut out = Vec::new();
-        print_table(&table, true, &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let all = RowOptions {
+            with_namespace: true,
+            ..RowOptions::default()
+        };
         assert_eq!(
-            text,
+            table_text(&table, Kind::Execution, &all, true),
             "NAMESPACE   NAME     PHASE\nns          root-1   Succeeded\nother       r2       <none>\n"
         );
-        let mut out = Vec::new();
-        print_table(
+        // -o wide: the columns of higher priority too; --no-headers; names with their kind.
+        let wide = RowOptions {
+            wide: true,
+            kind_prefix: Some("execution"),
+            ..RowOptions::default()
+        };
+        assert_eq!(
+            table_text(&table, Kind::Execution, &wide, false),
+            "execution/root-1   Succeeded   x\nexecution/r2       <none>      y\n"
+        );
+        let mut empty = TableText::default();
+        empty.add(
             &json!({"kind": "Table", "columnDefinitions": [], "rows": []}),
+            Kind::Execution,
+            &RowOptions::default(),
+        );
+        assert!(empty.rows.is_empty());
+    }
+
+    #[test]
+    fn installations_show_why_they_are_not_succeeded() {
+        let table = json!({"kind": "Table", "columnDefinitions": [{"name": "Name", "priority": 0}],
+        "rows": [
+            {"cells": ["ok"], "object": {"status": {"phase": "Succeeded", "lastError": {"reason": "Old", "message": "gone"}}}},
+            {"cells": ["bad"], "object": {"status": {"phase": "Failed", "lastError": {"reason": "ImportsSatisfied",
+                "message": "\nimport \"a\" is not satisfied: the DataObject a does not exist in namespace ns and nothing exports it\n  more"}}}},
+            {"cells": ["cond"], "object": {"status": {"phase": "Progressing", "conditions": [
+                {"type": "x", "status": "True", "reason": "Fine"},
+                {"type": "y", "status": "False", "reason": "ConditionNotMet", "message": "reconcilePrecondition is false"}]}}}
+        ]});
+        let text = table_text(&table, Kind::Installation, &RowOptions::default(), true);
+        assert_eq!(
+            text,
+            "NAME   REASON             MESSAGE\n\
+             ok\n\
+             bad    ImportsSatisfied   import \"a\" is not satisfied: the DataObject a does not exis…\n\
+             cond   ConditionNotMet    reconcilePrecondition is false\n"
+        );
+        let wide = table_text(
+            &table,
+            Kind::Installation,
+            &RowOptions {
+                wide: true,
+                ..RowOptions::default()
+            },
             false,
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "No resources found.\n");
+        );
+        assert!(
+            wide.contains("in namespace ns and nothing exports it\n"),
+            "{wide}"
+        );
+        // Other kinds get no extra columns.
+        assert!(row_details(Kind::Execution).is_none());
+    }
+
+    #[test]
+    fn reads_kubectl_argument_forms() {
+        let req = |kind, names: &[&str]| GetRequest {
+            kind,
+            names: names.iter().map(|n| n.to_string()).collect(),
+        };
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            get_requests("inst", &[]).unwrap(),
+            [req(Kind::Installation, &[])]
+        );
+        assert_eq!(
+            get_requests("inst,di,installations", &names(&["a"])).unwrap(),
+            [
+                req(Kind::Installation, &["a"]),
+                req(Kind::DeployItem, &["a"])
+            ]
+        );
+        assert_eq!(
+            get_requests("inst/a", &names(&["di/x", "installation/b"])).unwrap(),
+            [
+                req(Kind::Installation, &["a", "b"]),
+                req(Kind::DeployItem, &["x"])
+            ]
+        );
+        let mixed = get_requests("inst/a", &names(&["b"]))
+            .unwrap_err()
+            .to_string();
+        assert!(mixed.contains("resource/name form"), "{mixed}");
+        assert!(get_requests("inst/", &[]).is_err());
+        assert!(
+            get_requests("inst,pods", &[])
+                .unwrap_err()
+                .to_string()
+                .contains("\"pods\"")
+        );
+    }
+
+    #[test]
+    fn hints_where_objects_of_a_kind_are() {
+        let ns = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(elsewhere_hint(Kind::Installation, &[]), None);
+        assert_eq!(
+            elsewhere_hint(Kind::Installation, &ns(&["demo", "demo", "demo"])).as_deref(),
+            Some("3 installations exist in namespace demo; use -n demo or -A.")
+        );
+        assert_eq!(
+            elsewhere_hint(Kind::Target, &ns(&["demo"])).as_deref(),
+            Some("1 target exists in namespace demo; use -n demo or -A.")
+        );
+        assert_eq!(
+            elsewhere_hint(Kind::Installation, &ns(&["b", "a", "b"])).as_deref(),
+            Some("3 installations exist in other namespaces (a: 1, b: 2); use -n NAMESPACE or -A.")
+        );
     }
 
     #[test]
@@ -914,8 +1534,12 @@ Installation/root             Progressing   01234567/fedcba98
             "from-data\n",
         )
         .unwrap();
+        let data = CliDataDir {
+            path: dir.path().to_path_buf(),
+            source: "from a test".into(),
+        };
         let token = |f: Option<&Path>, env: Option<&str>| {
-            resolve_token(f, env, Some(dir.path()))
+            resolve_token(f, env, &data)
                 .map(|t| t.expose().to_string())
                 .map_err(|e| format!("{e:#}"))
         };
@@ -924,7 +1548,20 @@ Installation/root             Progressing   01234567/fedcba98
         assert_eq!(token(None, None).unwrap(), "from-data");
         assert_eq!(token(None, Some(" ")).unwrap(), "from-data");
         let missing = token(Some(&dir.path().join("nope")), None).unwrap_err();
-        assert!(missing.contains(TOKEN_ENV), "{missing}");
+        assert!(
+            missing.contains("--token-file") && missing.contains(TOKEN_ENV),
+            "{missing}"
+        );
+        std::fs::remove_file(dir.path().join(crate::daemon::api::token::TOKEN_FILE_NAME)).unwrap();
+        let missing = token(None, None).unwrap_err();
+        assert!(
+            missing.contains(&format!(
+                "looked in the data folder {} (from a test)",
+                dir.path().display()
+            )) && missing.contains(DATA_ENV)
+                && missing.contains(TOKEN_ENV),
+            "{missing}"
+        );
     }
 
     #[test]

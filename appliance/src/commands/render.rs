@@ -37,7 +37,7 @@ pub fn run(args: &RenderArgs, out: &mut impl Write, warn: &mut impl Write) -> an
             "render needs a blueprint directory or an Installation manifest (or `render template ...`)"
         );
     };
-    let source = load_source(path)?;
+    let source = load_source(path, args.name.as_deref())?;
     let namespace = source
         .installation
         .as_ref()
@@ -353,9 +353,14 @@ struct Source {
     origin: String,
 }
 
-fn load_source(path: &Path) -> anyhow::Result<Source> {
+fn load_source(path: &Path, pick: Option<&str>) -> anyhow::Result<Source> {
     let origin = path.display().to_string();
     if path.is_dir() {
+        if let Some(name) = pick {
+            bail!(
+                "{origin} is a blueprint directory: --name {name} picks an Installation of a manifest file"
+            );
+        }
         let blueprint = Blueprint::from_dir(path).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         return Ok(Source {
             blueprint: Some(blueprint),
@@ -375,20 +380,9 @@ fn load_source(path: &Path) -> anyhow::Result<Source> {
             objects.insert(o.object)?;
         }
     }
-    let o = match installations.len() {
-        1 => installations.remove(0),
-        0 => bail!(
-            "{origin}: no Installation in this file (give a blueprint directory or an Installation manifest)"
-        ),
-        n => bail!(
-            "{origin}: {n} Installations in this file ({}); put the one to render in a file of its own",
-            installations
-                .iter()
-                .map(|o| o.key.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
+    let names: Vec<&str> = installations.iter().map(|o| o.key.name.as_str()).collect();
+    let index = pick_installation(&names, pick).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    let o = installations.swap_remove(index);
     let inst: Installation = from_value(&o.object).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     let name = &o.key.name;
     let by_component = inst
@@ -424,6 +418,29 @@ fn load_source(path: &Path) -> anyhow::Result<Source> {
         objects,
         origin: format!("{origin} (Installation {name})"),
     })
+}
+
+/// Which of a file's Installations (by name, in file order) `render` works on: the one named
+/// `pick`, else the only one.
+pub fn pick_installation(names: &[&str], pick: Option<&str>) -> Result<usize, String> {
+    let listed = names.join(", ");
+    match (pick, names.len()) {
+        (Some(name), _) => names.iter().position(|n| *n == name).ok_or_else(|| {
+            if names.is_empty() {
+                format!("no Installation {name:?} in this file (it has none)")
+            } else {
+                format!("no Installation {name:?} in this file (it has: {listed})")
+            }
+        }),
+        (None, 1) => Ok(0),
+        (None, 0) => Err(
+            "no Installation in this file (give a blueprint directory or an Installation manifest)"
+                .into(),
+        ),
+        (None, n) => Err(format!(
+            "{n} Installations in this file ({listed}); choose one with --name NAME"
+        )),
+    }
 }
 
 /// The blueprint and component versions of an Installation with `spec.componentDescriptor.ref`,
@@ -604,5 +621,26 @@ impl FileHost for DirFiles {
             .collect();
         out.sort();
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn picks_the_installation_to_render() {
+        assert_eq!(pick_installation(&["a"], None), Ok(0));
+        assert_eq!(pick_installation(&["a", "b"], Some("b")), Ok(1));
+        assert_eq!(
+            pick_installation(&["a", "b"], None),
+            Err("2 Installations in this file (a, b); choose one with --name NAME".into())
+        );
+        assert_eq!(
+            pick_installation(&["a", "b"], Some("c")),
+            Err("no Installation \"c\" in this file (it has: a, b)".into())
+        );
+        assert!(pick_installation(&[], None).is_err());
+        assert!(pick_installation(&[], Some("a")).is_err());
     }
 }

@@ -3,7 +3,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::daemon::ingest::{is_manifest_name, parse_manifest, scan};
+use landscaper_store::Kind;
+use landscaper_templating::blueprint::Blueprint;
+
+use crate::daemon::ingest::{ManifestObject, is_manifest_name, parse_manifest, scan};
 
 /// What a validation run found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -88,6 +91,21 @@ fn check_file(
                 writeln!(out, "{warning}")?;
                 report.warnings += 1;
             }
+            for object in &parsed.objects {
+                for (error, line) in inline_blueprint_findings(object) {
+                    let what = if error { "" } else { "warning: " };
+                    writeln!(
+                        out,
+                        "{shown}:{}: document {}: {what}{line}",
+                        object.line, object.document
+                    )?;
+                    if error {
+                        report.errors += 1;
+                    } else {
+                        report.warnings += 1;
+                    }
+                }
+            }
         }
         Err(error) => {
             writeln!(out, "{error}")?;
@@ -95,6 +113,46 @@ fn check_file(
         }
     }
     Ok(())
+}
+
+/// What is wrong with an Installation's inline blueprint (`spec.blueprint.inline.filesystem`),
+/// loaded as the controller loads it: (is it an error, the finding with the Installation, the
+/// field and the blueprint's file, line and field). Problems that make the blueprint unusable
+/// (it does not load, a schema or an execution is broken) are errors; unknown fields and
+/// Landscaper's `ValidateBlueprint` findings, which Landscaper does not enforce, are warnings.
+pub fn inline_blueprint_findings(object: &ManifestObject) -> Vec<(bool, String)> {
+    if object.key.kind != Kind::Installation {
+        return Vec::new();
+    }
+    let Some(tree) = object.object.pointer("/spec/blueprint/inline/filesystem") else {
+        return Vec::new();
+    };
+    let prefix = format!(
+        "Installation {}/{}: spec.blueprint.inline.filesystem",
+        object.key.namespace, object.key.name
+    );
+    match Blueprint::from_yamlfs(tree) {
+        Err(error) => error
+            .issues
+            .iter()
+            .map(|issue| (true, format!("{prefix}: invalid blueprint: {issue}")))
+            .collect(),
+        Ok(blueprint) => {
+            let warnings = blueprint.warnings();
+            let mut findings: Vec<(bool, String)> = warnings
+                .iter()
+                .map(|issue| (false, format!("{prefix}: {issue}")))
+                .collect();
+            findings.extend(
+                blueprint
+                    .problems()
+                    .into_iter()
+                    .filter(|issue| !warnings.contains(issue))
+                    .map(|issue| (true, format!("{prefix}: invalid blueprint: {issue}"))),
+            );
+            findings
+        }
+    }
 }
 
 #[cfg(test)]
@@ -122,6 +180,43 @@ mod tests {
         let line = text.lines().find(|l| l.contains("bad.yaml")).unwrap();
         assert!(
             line.contains("document 1") && line.contains("spec.type"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn rejects_invalid_inline_blueprints() {
+        let installation = |blueprint: &str| {
+            let indented: String = blueprint
+                .lines()
+                .map(|l| format!("          {l}\n"))
+                .collect();
+            format!(
+                "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Installation\nmetadata:\n  name: inst\n  namespace: ns\nspec:\n  blueprint:\n    inline:\n      filesystem:\n        blueprint.yaml: |\n{indented}"
+            )
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let good = installation(
+            "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\nimports:\n- name: a\n  type: data\n  schema: {type: string}\n",
+        );
+        std::fs::write(dir.path().join("good.yaml"), &good).unwrap();
+        let mut out = Vec::new();
+        let report = run(&[dir.path()], &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(report.errors, 0, "{text}");
+
+        let bad = installation(
+            "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\nimports: {this: is not a list}\n",
+        );
+        std::fs::write(dir.path().join("bad.yaml"), format!("{GOOD}---\n{bad}")).unwrap();
+        let mut out = Vec::new();
+        let report = run(&[dir.path()], &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(report.errors, 1, "{text}");
+        let line = text.lines().find(|l| l.contains("bad.yaml")).unwrap();
+        assert!(
+            line.contains("bad.yaml:7: document 1: Installation ns/inst: spec.blueprint.inline.filesystem: invalid blueprint: blueprint.yaml")
+                && line.contains("imports"),
             "{line}"
         );
     }

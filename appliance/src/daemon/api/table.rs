@@ -185,6 +185,14 @@ const MANIFEST_FILE: &[Column] = &[
         cell: |o, _| string_at(o, &["spec", "path"]),
     },
     Column {
+        name: "Phase",
+        kind: "string",
+        format: "",
+        description: "Applied when the file's last revision was ingested, Error when it was rejected (the objects of its last good revision stay).",
+        priority: 0,
+        cell: |o, _| string_at(o, &["status", "phase"]),
+    },
+    Column {
         name: "Objects",
         kind: "integer",
         format: "",

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use landscaper_store::Kind;
+use landscaper_store::model::shared::is_waiting_json;
 use landscaper_store::model::constants::{
     ENCOMPASSED_BY_LABEL, EXECUTION_MANAGED_BY_LABEL, OPERATION_ANNOTATION, OPERATION_INTERRUPT,
     OPERATION_RECONCILE,
@@ -204,33 +205,46 @@ fn cell_text(cell: &Value) -> String {
     }
 }
 
+/// The indent of the lines of a multi-line cell, printed below its row.
+const BLOCK_INDENT: &str = "    ";
+
+/// Writes aligned columns. A cell of several lines (a template error with its code excerpt and
+/// `^` marker) keeps its first line in the row; the other lines follow below the row as a block,
+/// indented, so the excerpt keeps its shape.
 fn write_columns(
     header: &[String],
     rows: &[Vec<String>],
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
+    let first_line = |cell: &str| cell.split('\n').next().unwrap_or_default().trim_end().to_string();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
             if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(cell.chars().count());
+                *w = (*w).max(first_line(cell).chars().count());
             }
         }
     }
     let line = |cells: &[String]| -> String {
         let mut s = String::new();
         for (i, cell) in cells.iter().enumerate() {
+            let cell = first_line(cell);
             if i + 1 == cells.len() {
-                s.push_str(cell);
+                s.push_str(&cell);
             } else {
                 s.push_str(&format!("{cell:<width$}   ", width = widths[i]));
             }
         }
-        s
+        s.trim_end().to_string()
     };
     writeln!(out, "{}", line(header))?;
     for row in rows {
         writeln!(out, "{}", line(row))?;
+        for cell in row {
+            for rest in cell.trim_end().split('\n').skip(1) {
+                writeln!(out, "{}", format!("{BLOCK_INDENT}{rest}").trim_end())?;
+            }
+        }
     }
     Ok(())
 }
@@ -295,11 +309,22 @@ pub fn describe(args: &DescribeArgs, out: &mut impl Write) -> anyhow::Result<()>
                     .map(|g| g.to_string())
                     .unwrap_or_default(),
                 phase,
-                e["message"].as_str().unwrap_or("").into(),
+                history_message(e),
             ]
         })
         .collect();
     write_columns(&header, &rows, out)
+}
+
+/// A history entry's message for people: a lastError that only says the object waits
+/// (`landscaper_model::shared::is_waiting`) is shown as `waiting: …`, not as an error.
+fn history_message(entry: &Value) -> String {
+    let message = entry["message"].as_str().unwrap_or_default();
+    if entry["waiting"].as_bool() == Some(true) && !message.is_empty() {
+        format!("waiting: {message}")
+    } else {
+        message.to_string()
+    }
 }
 
 /// The rows of `status.conditions` (Installations, Executions, DeployItems alike): type,
@@ -638,11 +663,16 @@ fn short(id: Option<&String>) -> &str {
 /// The tree as text: one line per object, indented like `tree`, with aligned columns.
 pub fn print_tree(root: &TreeNode, out: &mut impl Write) -> anyhow::Result<()> {
     fn rows(node: &TreeNode, prefix: &str, branch: &str, lines: &mut Vec<[String; 4]>) {
-        let error = node
+        let reason = node
             .last_error
             .as_ref()
             .and_then(|e| e["reason"].as_str().filter(|r| !r.is_empty()))
             .unwrap_or("");
+        // Landscaper records waiting in lastError too; it is no error.
+        let error = match &node.last_error {
+            Some(e) if !reason.is_empty() && is_waiting_json(e) => format!("waiting ({reason})"),
+            _ => reason.to_string(),
+        };
         lines.push([
             format!("{prefix}{branch}{}/{}", node.kind.as_str(), node.name),
             node.phase.clone().unwrap_or_else(|| "-".into()),
@@ -651,7 +681,7 @@ pub fn print_tree(root: &TreeNode, out: &mut impl Write) -> anyhow::Result<()> {
                 short(node.job_id.as_ref()),
                 short(node.job_id_finished.as_ref())
             ),
-            error.to_string(),
+            error,
         ]);
         let child_prefix = format!(
             "{prefix}{}",

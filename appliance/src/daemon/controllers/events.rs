@@ -106,13 +106,13 @@ fn log_job_outcome(change: &Change) {
         return;
     };
     if o.phase == "Succeeded" {
-        tracing::info!(kind = o.what, object = %o.object, phase = %o.phase, "job succeeded");
+        tracing::info!(kind = %o.what, object = %o.object, phase = %o.phase, "job succeeded");
     } else {
         tracing::warn!(
-            kind = o.what,
+            kind = %o.what,
             object = %o.object,
             phase = %o.phase,
-            reason = o.reason.as_deref().unwrap_or("-"),
+            reason = %o.reason.as_deref().unwrap_or("-"),
             error = ?o.error.as_deref().unwrap_or_default(),
             "job failed"
         );

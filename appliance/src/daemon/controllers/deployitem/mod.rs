@@ -441,7 +441,7 @@ impl DeployItemReconciler {
         let item = format!("{}/{}", key.namespace, key.name);
         let Some(e) = error else {
             if self.retries.succeeded(key) {
-                tracing::info!(%item, call, "deployer call succeeded again");
+                tracing::info!(%item, call = %call, "deployer call succeeded again");
             }
             return None;
         };
@@ -453,9 +453,9 @@ impl DeployItemReconciler {
             .map(|d| format!("{}s", d.as_secs()))
             .unwrap_or_else(|| "5s".into());
         if failure.changed {
-            tracing::warn!(%item, call, reason = %e.reason, error = ?e.message, attempt = failure.attempts, %retry_in, "deployer call failed");
+            tracing::warn!(%item, call = %call, reason = %e.reason, error = ?e.message, attempt = failure.attempts, %retry_in, "deployer call failed");
         } else {
-            tracing::debug!(%item, call, reason = %e.reason, attempt = failure.attempts, %retry_in, "deployer call failed again");
+            tracing::debug!(%item, call = %call, reason = %e.reason, attempt = failure.attempts, %retry_in, "deployer call failed again");
         }
         failure.retry_after
     }
@@ -561,7 +561,7 @@ impl Reconciler for DeployItemReconciler {
             } => {
                 if let Some(e) = &status.last_error {
                     let phase = status.phase.as_ref().map(|p| p.as_str()).unwrap_or("-");
-                    tracing::debug!(%key, conclusion = ?conclusion, phase, reason = %e.reason, error = ?e.message, "deploy item concluded");
+                    tracing::debug!(%key, conclusion = ?conclusion, phase = %phase, reason = %e.reason, error = ?e.message, "deploy item concluded");
                 }
                 let tx = Self::item_write(&raw, &status, &plan, Transaction::new());
                 self.commit(tx).await?;

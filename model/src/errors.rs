@@ -55,7 +55,9 @@ mod tests {
         let line = error_chain(&e);
         assert_eq!(
             line,
-            format!("opening the store /x/store.redb: i/o failure while opening the store file: {io_text}")
+            format!(
+                "opening the store /x/store.redb: i/o failure while opening the store file: {io_text}"
+            )
         );
         assert_eq!(line.matches(&io_text).count(), 1);
     }
@@ -63,7 +65,10 @@ mod tests {
     #[test]
     fn causes_not_in_the_text_are_appended() {
         assert_eq!(
-            chain_of(["reading the token".to_string(), "permission denied".to_string()]),
+            chain_of([
+                "reading the token".to_string(),
+                "permission denied".to_string()
+            ]),
             "reading the token: permission denied"
         );
         assert_eq!(chain_of(["a: b".to_string(), "b".to_string()]), "a: b");

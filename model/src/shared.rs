@@ -184,7 +184,11 @@ impl Error {
 /// The reasons Landscaper records in `lastError` while an object merely waits for others (its
 /// predecessors, the siblings importing its exports, its subobjects being deleted); the errors
 /// are `ERR_FOR_INFO_ONLY` and the object is looked at again.
-pub const WAITING_REASONS: [&str; 3] = ["AllPredecessorsFinished", "SiblingImport", "PendingSubobjects"];
+pub const WAITING_REASONS: [&str; 3] = [
+    "AllPredecessorsFinished",
+    "SiblingImport",
+    "PendingSubobjects",
+];
 
 /// Whether a `lastError` with this reason and these codes says only that the object waits, not
 /// that something failed: Landscaper marks waiting for unfinished subobjects with
@@ -193,8 +197,7 @@ pub const WAITING_REASONS: [&str; 3] = ["AllPredecessorsFinished", "SiblingImpor
 /// `status.lastError` (so does the appliance: the JSON is Landscaper's); `describe`, the events,
 /// the logs and the status page present them as waiting rather than as errors.
 pub fn is_waiting(reason: &str, codes: &[String]) -> bool {
-    codes.iter().any(|c| c == super::constants::ERR_UNFINISHED)
-        || WAITING_REASONS.contains(&reason)
+    codes.iter().any(|c| c == super::constants::ERR_UNFINISHED) || WAITING_REASONS.contains(&reason)
 }
 
 /// [`is_waiting`] of a `status.lastError` as JSON (`false` for anything else).
@@ -202,7 +205,11 @@ pub fn is_waiting_json(last_error: &serde_json::Value) -> bool {
     let codes: Vec<String> = last_error
         .get("codes")
         .and_then(serde_json::Value::as_array)
-        .map(|c| c.iter().filter_map(|c| c.as_str().map(str::to_string)).collect())
+        .map(|c| {
+            c.iter()
+                .filter_map(|c| c.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
     last_error
         .get("message")

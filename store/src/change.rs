@@ -137,7 +137,9 @@ impl HistoryEntry {
             (Some("deletion requested".to_string()), None, false)
         } else {
             let message = text("message").map(|m| m.chars().take(500).collect::<String>());
-            let reason = text("reason").filter(|_| message.is_some()).map(str::to_string);
+            let reason = text("reason")
+                .filter(|_| message.is_some())
+                .map(str::to_string);
             let waiting = last_error.is_some_and(landscaper_model::shared::is_waiting_json);
             (message, reason, waiting)
         };

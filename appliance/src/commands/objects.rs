@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use landscaper_store::Kind;
-use landscaper_store::model::shared::is_waiting_json;
 use landscaper_store::model::constants::{
     ENCOMPASSED_BY_LABEL, EXECUTION_MANAGED_BY_LABEL, OPERATION_ANNOTATION, OPERATION_INTERRUPT,
     OPERATION_RECONCILE,
 };
+use landscaper_store::model::shared::is_waiting_json;
 use serde_json::{Value, json};
 
 use crate::cli::{
@@ -216,7 +216,13 @@ fn write_columns(
     rows: &[Vec<String>],
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    let first_line = |cell: &str| cell.split('\n').next().unwrap_or_default().trim_end().to_string();
+    let first_line = |cell: &str| {
+        cell.split('\n')
+            .next()
+            .unwrap_or_default()
+            .trim_end()
+            .to_string()
+    };
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {

@@ -54,7 +54,7 @@ pub fn keys_for_change(change: &Change) -> Vec<ObjectKey> {
 /// `Succeeded`, `Failed` or `DeleteFailed`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobOutcome {
-    /// `installation`, `execution`, `deploy item`.
+    /// `Installation`, `Execution`, `DeployItem`.
     pub what: &'static str,
     /// `namespace/name`.
     pub object: String,
@@ -66,9 +66,7 @@ pub struct JobOutcome {
 
 pub fn job_outcome(change: &Change) -> Option<JobOutcome> {
     let what = match change.key.kind {
-        Kind::Installation => "installation",
-        Kind::Execution => "execution",
-        Kind::DeployItem => "deploy item",
+        Kind::Installation | Kind::Execution | Kind::DeployItem => change.key.kind.as_str(),
         _ => return None,
     };
     if change.change_type == ChangeType::Deleted {
@@ -334,7 +332,7 @@ mod tests {
         assert_eq!(
             job_outcome(&failed),
             Some(JobOutcome {
-                what: "installation",
+                what: "Installation",
                 object: "ns/a".into(),
                 phase: "Failed".into(),
                 reason: Some("ReconcileExecution".into()),
@@ -348,7 +346,7 @@ mod tests {
         );
         ok.previous_phase = Some("Progressing".into());
         let outcome = job_outcome(&ok).expect("a finished job");
-        assert_eq!((outcome.what, outcome.reason), ("deploy item", None));
+        assert_eq!((outcome.what, outcome.reason), ("DeployItem", None));
         // No transition, no outcome: a rewrite of a failed object is not logged again.
         failed.previous_phase = Some("Failed".into());
         assert_eq!(job_outcome(&failed), None);

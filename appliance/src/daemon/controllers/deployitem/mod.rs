@@ -371,7 +371,11 @@ impl DeployItemReconciler {
             status,
         } = started;
         let now = self.context.clock.now();
-        let key = ObjectKey::new(Kind::DeployItem, item.metadata.namespace(), item.metadata.name());
+        let key = ObjectKey::new(
+            Kind::DeployItem,
+            item.metadata.namespace(),
+            item.metadata.name(),
+        );
         let delete = matches!(answer, Answer::Delete(_));
         let job = retry_job(&status, delete);
         let (_, time_left) = calls::deadline(&picked, &status, now, self.timeouts());
@@ -381,9 +385,11 @@ impl DeployItemReconciler {
         };
         let backoff = self.log_attempt(&key, &job, delete, error.as_ref());
         let requeue = |requeue_after: Option<std::time::Duration>| match (requeue_after, backoff) {
-            (Some(after), Some(backoff)) => {
-                Some(after.max(backoff.min(time_left)).max(std::time::Duration::from_millis(1)))
-            }
+            (Some(after), Some(backoff)) => Some(
+                after
+                    .max(backoff.min(time_left))
+                    .max(std::time::Duration::from_millis(1)),
+            ),
             (after, _) => after,
         };
         match answer {

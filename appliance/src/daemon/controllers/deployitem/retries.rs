@@ -137,7 +137,11 @@ mod tests {
             Some(Duration::from_secs(4))
         );
         assert_eq!(r.wait_left(&key, "job1", t0 + Duration::from_secs(5)), None);
-        assert_eq!(r.wait_left(&key, "job2", t0), None, "a new job starts at once");
+        assert_eq!(
+            r.wait_left(&key, "job2", t0),
+            None,
+            "a new job starts at once"
+        );
         let second = r.failed(&key, "job1", down, t0 + Duration::from_secs(5));
         assert!(!second.changed, "the same error again is no news");
         assert_eq!(second.retry_after, Some(Duration::from_secs(10)));

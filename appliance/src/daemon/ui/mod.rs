@@ -593,6 +593,32 @@ mod tests {
                 revision => 1,
             })
             .unwrap();
+        // A template error's excerpt is a preformatted block; waiting is not shown as an error.
+        let excerpt = view::overview(&Snapshot {
+            installations: vec![
+                json!({"metadata": {"name": "t", "namespace": "ns"}, "status": {"phase": "Failed",
+                    "lastError": {"reason": "ReconcileExecution",
+                        "message": "template: x:7:20: nil pointer\n7:   x: {{ .a }}\n         ^"}}}),
+                json!({"metadata": {"name": "w", "namespace": "ns"}, "status": {"phase": "Progressing",
+                    "lastError": {"reason": "JobIDFinished", "message": "execution ns / w is not finished yet",
+                        "codes": ["ERR_UNFINISHED"]}}}),
+            ],
+            ..Snapshot::default()
+        });
+        let out = env
+            .get_template("overview.html")
+            .unwrap()
+            .render(minijinja::context! { o => to_value(&excerpt), revision => 1 })
+            .unwrap();
+        assert!(
+            out.contains("<pre class=\"excerpt\">7:   x: {{ .a }}\n         ^</pre>"),
+            "{out}"
+        );
+        assert!(
+            out.contains("<div class=\"waiting\">waiting: JobIDFinished: execution ns &#x2f; w is not finished yet</div>"),
+            "{out}"
+        );
+        assert!(!out.contains("last error: JobIDFinished"), "{out}");
         assert!(detail.contains("h-conditions"), "{detail}");
         assert!(detail.contains("a&#x2f;ReconcilePrecondition"), "{detail}");
         assert!(detail.contains("ConditionNotMet"), "{detail}");

@@ -497,6 +497,34 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[test]
+    fn multi_line_errors_keep_their_block_and_waiting_is_no_error() {
+        let failed = row(
+            "Installation",
+            &json!({"metadata": {"name": "a", "namespace": "n"}, "status": {"phase": "Failed",
+                "lastError": {"operation": "Op", "reason": "ReconcileExecution",
+                    "message": "template: x:7:20: nil pointer\n7:   x: {{ .a }}\n         ^\n"}}}),
+        );
+        assert_eq!(
+            failed.last_error.as_deref(),
+            Some("ReconcileExecution: template: x:7:20: nil pointer")
+        );
+        assert_eq!(
+            failed.last_error_block.as_deref(),
+            Some("7:   x: {{ .a }}\n         ^")
+        );
+        assert!(!failed.waiting);
+        let waiting = row(
+            "Installation",
+            &json!({"metadata": {"name": "b", "namespace": "n"}, "status": {"phase": "Progressing",
+                "lastError": {"operation": "handlePhaseProgressing", "reason": "JobIDFinished",
+                    "message": "execution n / b is not finished yet",
+                    "codes": ["ERR_UNFINISHED", "ERR_FOR_INFO_ONLY", "ERR_NO_RETRY"]}}}),
+        );
+        assert!(waiting.waiting);
+        assert_eq!(waiting.last_error_block, None);
+    }
+
     fn inst(name: &str, parent: Option<&str>, phase: &str, job: &str, finished: &str) -> Value {
         let mut labels = serde_json::Map::new();
         if let Some(p) = parent {

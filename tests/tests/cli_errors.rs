@@ -328,3 +328,94 @@ fn describe_tree_and_events_of_failing_and_waiting_installations() {
     );
     assert!(!logs.contains("=Some("), "Debug values in the log:\n{logs}");
 }
+
+/// A deploy item whose cluster cannot be reached: retried with growing intervals (5 s, then
+/// 10 s: two attempts within a 12 s timeout, where a fixed 5 s retry plus the wake-ups by its own
+/// status writes made six or more), one WARN line for the repeated error instead of one line per
+/// attempt, and the timeout names the cause.
+#[test]
+fn an_unreachable_cluster_backs_off_is_logged_once_and_the_timeout_names_the_cause() {
+    let daemon = Daemon::start();
+    daemon.write(
+        "40-unreachable.yaml",
+        r#"apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Target
+metadata:
+  name: down
+  namespace: e2e
+spec:
+  type: landscaper.gardener.cloud/kubernetes-cluster
+  config:
+    kubeconfig: |
+      apiVersion: v1
+      kind: Config
+      clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
+      contexts: [{name: c, context: {cluster: c, user: u}}]
+      current-context: c
+      users: [{name: u, user: {token: t}}]
+---
+apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Execution
+metadata:
+  name: to-down
+  namespace: e2e
+spec:
+  deployItems:
+    - name: cm
+      type: landscaper.gardener.cloud/kubernetes-manifest
+      timeout: 12s
+      target: {name: down, namespace: e2e}
+      config:
+        apiVersion: manifest.deployer.landscaper.gardener.cloud/v1alpha2
+        kind: ProviderConfiguration
+        manifests:
+          - policy: manage
+            manifest: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: default}, data: {a: b}}
+"#,
+    );
+    let item = eventually(Duration::from_secs(40), "the item to fail", || {
+        let list = daemon
+            .get_json("/apis/landscaper.gardener.cloud/v1alpha1/namespaces/e2e/deployitems")?;
+        list["items"]
+            .as_array()?
+            .iter()
+            .find(|i| i["status"]["phase"] == "Failed")
+            .cloned()
+    });
+    let last = &item["status"]["lastError"];
+    assert_eq!(last["reason"], "ProgressingTimeout", "{item:#}");
+    let message = last["message"].as_str().unwrap();
+    assert!(
+        message.contains("; last error: cluster unreachable: "),
+        "the timeout names its cause: {message}"
+    );
+    let attempts = item["status"]["lastErrors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["reason"] != "ProgressingTimeout")
+        .count();
+    assert!(
+        (1..=2).contains(&attempts),
+        "attempts within 12 s with a 5 s, 10 s backoff: {item:#}"
+    );
+    let logs = daemon.logs();
+    let warnings = logs
+        .lines()
+        .filter(|l| l.contains(" WARN ") && l.contains("deployer call failed"))
+        .count();
+    assert_eq!(warnings, 1, "one WARN line for the repeated error:\n{logs}");
+    assert!(
+        !logs
+            .lines()
+            .any(|l| l.contains(" INFO ") && l.contains("cluster unreachable")),
+        "no INFO line per attempt:\n{logs}"
+    );
+    assert!(
+        logs.lines().any(|l| l.contains(" WARN ")
+            && l.contains("job failed")
+            && l.contains("kind=DeployItem")
+            && l.contains("reason=ProgressingTimeout")),
+        "{logs}"
+    );
+}

@@ -99,6 +99,32 @@ fn local_errors_print_each_cause_once() {
         }
         all.push_str(&format!("# {what}\n{text}"));
     }
+    // An offline render of a failing template keeps the excerpt as lines, the `^` under the place.
+    let dir = t.join("render");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("target.yaml"), TARGET).unwrap();
+    let file = t.join("broken.yaml");
+    std::fs::write(
+        &file,
+        installation(
+            "broken-template",
+            TARGET_IMPORT,
+            BLUEPRINT_TARGET,
+            "deployItems:\n  - name: a\n    type: landscaper.gardener.cloud/mock\n    target:\n      import: cluster\n    config:\n      x: {{ .imports.cluster.spec.nope.deeper }}\n",
+        ),
+    )
+    .unwrap();
+    let text = error_of(
+        &[
+            "render",
+            file.to_str().unwrap(),
+            "--imports-from",
+            dir.to_str().unwrap(),
+        ],
+        t,
+        &[],
+    );
+    all.push_str(&format!("# render of a failing template\n{text}"));
     snapshot("local_errors", &all);
 }
 

@@ -931,3 +931,74 @@ fn resource_errors_and_missing_reader_fail_the_render() {
         render_deploy_executions(&go, &Bindings::with_imports(obj(json!({"a": {}})))).unwrap_err();
     assert!(e.message.contains("no component version is defined"), "{e}");
 }
+
+#[test]
+fn an_invalid_workflow_condition_is_a_blueprint_error_when_loaded() {
+    // Issue 19: every CEL expression of a static subinstallation is compiled when the blueprint
+    // is loaded; the issue names the file, the subinstallation and the condition's field.
+    let file = |name: &str, extra: &str| {
+        format!(
+            "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: InstallationTemplate\nname: {name}\nblueprint:\n  ref: cd://resources/child\n{extra}"
+        )
+    };
+    let bp = "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\nsubinstallations:\n- apiVersion: landscaper.gardener.cloud/v1alpha1\n  kind: InstallationTemplate\n  name: inline\n  blueprint:\n    ref: cd://resources/child\n  appliance:\n    reconcilePrecondition: imports.(\n- file: /f.yaml\n";
+    let bp = Blueprint::from_fs(
+        BlueprintFs::new().with("blueprint.yaml", bp).with(
+            "f.yaml",
+            file(
+                "fromfile",
+                "appliance:\n  activationCondition: 'imports.on &&'\n",
+            )
+            .as_str(),
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let problems: Vec<String> = bp.problems().iter().map(ToString::to_string).collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems[0].starts_with("blueprint.yaml:10:")
+            && problems[0].contains(
+                "subinstallations[0].appliance.reconcilePrecondition: invalid workflow condition of subinstallation \"inline\": invalid CEL expression: "
+            ),
+        "{problems:?}"
+    );
+    assert!(
+        problems[1].starts_with(
+            "/f.yaml: appliance.activationCondition: invalid workflow condition of subinstallation \"fromfile\": invalid CEL expression: "
+        ),
+        "{problems:?}"
+    );
+    // Rendering reports it too (the Installation's Init shows it in its lastError).
+    let e = render_subinstallations(&bp, &Bindings::with_imports(Map::new())).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("subinstallations[0].appliance.reconcilePrecondition"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_invalid_workflow_condition_of_a_rendered_item_is_a_render_error() {
+    let bp = single_deploy(
+        "deployItems:\n- name: x\n  type: t\n  config: {}\n  appliance:\n    readyPostcondition: 'self.exports.('\n",
+    );
+    let b = Bindings::with_imports(Map::new());
+    let e = render_deploy_executions(&bp, &b).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("deploy execution \"one\"")
+            && text.contains(
+                "invalid workflow condition: deploy item \"x\": deployItems[0].appliance.readyPostcondition: invalid CEL expression: "
+            ),
+        "{text}"
+    );
+    // A policy does not belong on a deploy item.
+    let bp = single_deploy(
+        "deployItems:\n- name: x\n  type: t\n  config: {}\n  appliance:\n    maxConcurrency: 2\n",
+    );
+    let text = render_deploy_executions(&bp, &b).unwrap_err().to_string();
+    assert!(
+        text.contains("deployItems[0].appliance.maxConcurrency: Forbidden"),
+        "{text}"
+    );
+}

@@ -513,3 +513,166 @@ fn continue_independent_finishes_the_independent_branch_of_a_failing_diamond() {
         "{join:?}"
     );
 }
+
+/// An Installation importing the DataObject `flag`, whose blueprint renders the mock items
+/// `base <- feature <- addon`; `feature` carries the literal precondition
+/// `imports.flag == true`, evaluated over the Installation's import values (not rendered).
+const IMPORTED_FLAG_INSTALLATION: &str = r#"apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Installation
+metadata:
+  name: imported
+  namespace: e2e
+  annotations:
+    landscaper.gardener.cloud/operation: reconcile
+spec:
+  imports:
+    data:
+      - name: flag
+        dataRef: flag
+  blueprint:
+    inline:
+      filesystem:
+        blueprint.yaml: |
+          apiVersion: landscaper.gardener.cloud/v1alpha1
+          kind: Blueprint
+          jsonSchema: "https://json-schema.org/draft/2019-09/schema"
+          imports:
+            - name: flag
+              schema:
+                type: boolean
+          deployExecutions:
+            - name: default
+              type: GoTemplate
+              template: |
+                deployItems:
+                  - name: base
+                    type: landscaper.gardener.cloud/mock
+                    config:
+                      apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+                      kind: ProviderConfiguration
+                  - name: feature
+                    type: landscaper.gardener.cloud/mock
+                    dependsOn: [base]
+                    appliance:
+                      reconcilePrecondition: "imports.flag == true"
+                    config:
+                      apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+                      kind: ProviderConfiguration
+                  - name: addon
+                    type: landscaper.gardener.cloud/mock
+                    dependsOn: [feature]
+                    config:
+                      apiVersion: mock.deployer.landscaper.gardener.cloud/v1alpha1
+                      kind: ProviderConfiguration
+"#;
+
+fn flag_object(on: bool) -> String {
+    format!(
+        "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: DataObject\nmetadata: {{name: flag, namespace: e2e}}\ndata: {on}\n"
+    )
+}
+
+#[test]
+fn an_items_precondition_reads_the_installations_import() {
+    // Issue 19, open point 1: `imports` in a deploy item's expression are the owning
+    // Installation's import values (before, `{}`: the expression failed the job).
+    let daemon = Daemon::start();
+    daemon.write("10-flag.yaml", &flag_object(true));
+    daemon.write("20-inst.yaml", IMPORTED_FLAG_INSTALLATION);
+    let inst = eventually(
+        TIMEOUT,
+        "the installation succeeds with the feature",
+        || {
+            object(&daemon, "installations", "imported")
+                .filter(|i| phase(i) == "Succeeded" || phase(i) == "Failed")
+                .filter(|i| phase(i) == "Failed" || deploy_item(&daemon, "addon").is_some())
+        },
+    );
+    assert_eq!(phase(&inst), "Succeeded", "{inst}");
+    let exec = object(&daemon, "executions", "imported").expect("the execution");
+    let c = condition(&exec, "feature/ReconcilePrecondition").expect("recorded");
+    assert_eq!(c["status"], "True", "{c}");
+
+    // The import turns false: the subtree goes, base stays, the condition says why.
+    daemon.write("10-flag.yaml", &flag_object(false));
+    eventually(TIMEOUT, "the flag off is stored", || {
+        object(&daemon, "dataobjects", "flag").filter(|d| d["data"] == false)
+    });
+    let token = daemon.data.join("api-token");
+    let out = daemon.cli(&[
+        "reconcile",
+        "imported",
+        "-n",
+        "e2e",
+        "--token-file",
+        &token.to_string_lossy(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    eventually(TIMEOUT, "the subtree deleted", || {
+        (deploy_item(&daemon, "feature").is_none()
+            && deploy_item(&daemon, "addon").is_none()
+            && object(&daemon, "installations", "imported").is_some_and(|i| {
+                phase(&i) == "Succeeded" && i["status"]["jobID"] == i["status"]["jobIDFinished"]
+            }))
+        .then_some(())
+    });
+    assert!(deploy_item(&daemon, "base").is_some());
+    let exec = object(&daemon, "executions", "imported").expect("the execution");
+    let c = condition(&exec, "feature/ReconcilePrecondition").expect("recorded");
+    assert_eq!(c["status"], "False", "{c}");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("imports.flag == true"),
+        "{c}"
+    );
+}
+
+#[test]
+fn an_invalid_expression_in_an_installations_blueprint_is_a_blueprint_error() {
+    // Issue 19, open point 2: checked when the blueprint is loaded and rendered; the
+    // Installation's lastError names the blueprint file, the item and the field; `validate`
+    // and `render` say the same.
+    let daemon = Daemon::start();
+    daemon.write("10-flag.yaml", &flag_object(true));
+    let broken =
+        IMPORTED_FLAG_INSTALLATION.replace("\"imports.flag == true\"", "\"imports.flag ==\"");
+    daemon.write("20-inst.yaml", &broken);
+    let inst = eventually(TIMEOUT, "the installation fails", || {
+        object(&daemon, "installations", "imported").filter(|i| phase(i) == "Failed")
+    });
+    let message = inst["status"]["lastError"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    for part in [
+        "invalid workflow condition",
+        "deploy item \"feature\"",
+        "deployItems[1].appliance.reconcilePrecondition",
+        "invalid CEL expression",
+    ] {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+    assert!(
+        object(&daemon, "executions", "imported").is_none(),
+        "nothing deployed"
+    );
+    let path = daemon.manifests.join("20-inst.yaml");
+    let out = daemon.cli(&[
+        "render",
+        &path.to_string_lossy(),
+        "--imports-from",
+        &daemon.manifests.to_string_lossy(),
+    ]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("deployItems[1].appliance.reconcilePrecondition"),
+        "{text}"
+    );
+}

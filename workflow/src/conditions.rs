@@ -322,6 +322,32 @@ pub fn compile_block(
     Ok(Conditions::compile(object, field, ext)?)
 }
 
+/// Checks a block where the caller locates the problem itself (a blueprint issue names its file
+/// and field path): `Err((field, message))` with `field` relative to the block, e.g.
+/// `reconcilePrecondition` or `activationCondition.crdPresent`, and a message without the
+/// object, e.g. `invalid CEL expression: ...`.
+pub fn check_block(
+    place: ExtensionPlace,
+    ext: Option<&WorkflowExtension>,
+) -> Result<(), (String, String)> {
+    const ROOT: &str = "appliance";
+    let relative = |field: &str| {
+        field
+            .strip_prefix(ROOT)
+            .map(|f| f.trim_start_matches('.'))
+            .unwrap_or(field)
+            .to_owned()
+    };
+    match compile_block("", ROOT, place, ext) {
+        Ok(_) => Ok(()),
+        Err(BlockError::Field { error, .. }) => Err((relative(&error.field), error.message)),
+        Err(BlockError::Expression(e)) => Err((
+            relative(&e.field),
+            format!("invalid CEL expression: {}", e.message),
+        )),
+    }
+}
+
 impl ConditionResult {
     /// The result as an entry of `status.conditions` (type `ReconcilePrecondition`, ...;
     /// status `True`/`False`/`Unknown`; reason `ConditionMet`/`ConditionNotMet`/

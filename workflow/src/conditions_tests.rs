@@ -302,3 +302,22 @@ fn recorded_conditions_change_only_with_their_result() {
     assert_eq!(c.last_update_time.as_deref(), Some("t4"));
     assert_eq!(list.len(), 2, "other conditions stay");
 }
+
+#[test]
+fn check_block_names_the_field_relative_to_the_block() {
+    let bad: WorkflowExtension =
+        serde_json::from_value(json!({"reconcilePrecondition": "imports.("})).unwrap();
+    let (field, message) =
+        check_block(ExtensionPlace::InstallationTemplate, Some(&bad)).unwrap_err();
+    assert_eq!(field, "reconcilePrecondition");
+    assert!(message.starts_with("invalid CEL expression: "), "{message}");
+    let policy: WorkflowExtension = serde_json::from_value(json!({"maxConcurrency": 2})).unwrap();
+    let (field, message) =
+        check_block(ExtensionPlace::DeployItemTemplate, Some(&policy)).unwrap_err();
+    assert_eq!(field, "maxConcurrency");
+    assert_eq!(message, "Forbidden: only on Executions and Installations");
+    let good: WorkflowExtension =
+        serde_json::from_value(json!({"readyPostcondition": "self.exports.ready"})).unwrap();
+    assert!(check_block(ExtensionPlace::DeployItemTemplate, Some(&good)).is_ok());
+    assert!(check_block(ExtensionPlace::DeployItemTemplate, None).is_ok());
+}

@@ -229,6 +229,36 @@ fn workflow_warnings(key: &ObjectKey, stored: &Value) -> Vec<String> {
             "{key}: the annotation {WORKFLOW_ANNOTATION} (workflow conditions and policies) is an appliance extension that Landscaper ignores"
         ));
     }
+    if key.kind == Kind::Installation {
+        // An inline blueprint's files (the deploy item and subinstallation templates) may carry
+        // the `appliance` block; the templates are text, so a line starting with the field is
+        // what is looked for.
+        let files = stored
+            .pointer("/spec/blueprint/inline/filesystem")
+            .and_then(Value::as_object);
+        let mut with_block: Vec<&str> = files
+            .into_iter()
+            .flatten()
+            .filter(|(_, text)| {
+                text.as_str().is_some_and(|t| {
+                    t.lines().any(|l| {
+                        let l = l.trim_start();
+                        let l = l.strip_prefix("- ").map(str::trim_start).unwrap_or(l);
+                        l.strip_prefix(APPLIANCE_FIELD)
+                            .is_some_and(|rest| rest.trim_start().starts_with(':'))
+                    })
+                })
+            })
+            .map(|(name, _)| name.as_str())
+            .collect();
+        with_block.sort_unstable();
+        if !with_block.is_empty() {
+            out.push(format!(
+                "{key}: the inline blueprint's {} carries workflow conditions ({APPLIANCE_FIELD}:), an appliance extension that Landscaper ignores (its items and subinstallations run without them)",
+                with_block.join(", ")
+            ));
+        }
+    }
     if key.kind == Kind::Execution {
         let items = stored
             .pointer("/spec/deployItems")
@@ -850,6 +880,34 @@ mod tests {
             ),
             "{yaml}"
         );
+    }
+
+    #[test]
+    fn warns_about_workflow_conditions_in_an_inline_blueprint() {
+        let mut inst = stored_installation();
+        inst["spec"]["blueprint"] = json!({"inline": {"filesystem": {
+            "blueprint.yaml": "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\nsubinstallations:\n- file: /a.yaml\n  appliance:\n    reconcilePrecondition: imports.on\n",
+            "deploy.yaml": "deployItems:\n  - name: x\n    appliance: {readyPostcondition: 'true'}\n",
+            "plain.yaml": "deployItems:\n  - name: y\n    config: {applianceName: z}\n",
+        }}});
+        let plan = plan(&[
+            inst,
+            manifest_file(json!([reference(Kind::Installation, "edge", "root")])),
+        ])
+        .unwrap();
+        assert_eq!(plan.warnings.len(), 1, "{:?}", plan.warnings);
+        assert!(
+            plan.warnings[0].contains("blueprint.yaml, deploy.yaml carries workflow conditions"),
+            "{:?}",
+            plan.warnings
+        );
+        // Without a block: no warning.
+        let plan = super::plan(&[
+            stored_installation(),
+            manifest_file(json!([reference(Kind::Installation, "edge", "root")])),
+        ])
+        .unwrap();
+        assert!(plan.warnings.is_empty(), "{:?}", plan.warnings);
     }
 
     #[test]

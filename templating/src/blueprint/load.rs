@@ -397,6 +397,28 @@ impl Loader {
         self.warnings.push(i);
     }
 
+    /// The appliance's workflow block of the subinstallation template at `path` (issue 19):
+    /// its conditions must compile and its fields fit a subinstallation; the issue names the
+    /// subinstallation and the condition's field.
+    fn workflow_issue(
+        &self,
+        path: &[PathSegment],
+        name: &str,
+        ext: Option<&landscaper_model::WorkflowExtension>,
+    ) -> Option<BlueprintIssue> {
+        let (field, message) = landscaper_workflow::conditions::check_block(
+            landscaper_model::ExtensionPlace::InstallationTemplate,
+            ext,
+        )
+        .err()?;
+        let mut at = child(path, key(landscaper_model::workflow::APPLIANCE_FIELD));
+        at.extend(field.split('.').filter(|f| !f.is_empty()).map(key));
+        Some(self.located(
+            &at,
+            format!("invalid workflow condition of subinstallation {name:?}: {message}"),
+        ))
+    }
+
     fn fail(self) -> BlueprintError {
         BlueprintError {
             issues: self.issues,
@@ -831,6 +853,9 @@ impl Loader {
                         fp.extend(field);
                         issues.push(self.located(&fp, msg));
                     }
+                    if let Some(issue) = self.workflow_issue(&p, &t.name, t.appliance.as_ref()) {
+                        issues.push(issue);
+                    }
                     out.push(t.clone());
                 }
                 (None, true) => issues.push(self.located(
@@ -843,6 +868,22 @@ impl Loader {
                     Ok(mut t) => {
                         if t.appliance.is_none() {
                             t.appliance = sub.appliance.clone();
+                        }
+                        if let Some(mut issue) =
+                            self.workflow_issue(&p, &t.name, t.appliance.as_ref())
+                        {
+                            if sub.appliance.is_none() {
+                                // The block is the file's own.
+                                issue.file = sub.file.clone();
+                                issue.field = issue
+                                    .field
+                                    .split_once(".appliance")
+                                    .map(|(_, f)| format!("appliance{f}"))
+                                    .unwrap_or(issue.field);
+                                issue.line = None;
+                                issue.column = None;
+                            }
+                            issues.push(issue);
                         }
                         out.push(t)
                     }

@@ -735,6 +735,19 @@ pub fn render_deploy_executions(
                     format!("error while decoding templated execution: deployItems[{i}]: {e}"),
                 )
             })?;
+            landscaper_workflow::conditions::check_block(
+                landscaper_model::ExtensionPlace::DeployItemTemplate,
+                spec.appliance.as_ref(),
+            )
+            .map_err(|(field, message)| {
+                pass.output_error(
+                    exec,
+                    format!(
+                        "invalid workflow condition: deploy item {:?}: deployItems[{i}].appliance.{field}: {message}",
+                        spec.name
+                    ),
+                )
+            })?;
             items.push(spec);
         }
     }
@@ -891,6 +904,19 @@ pub fn render_subinstallations(
                     format!(
                         "unable to decode installation template {i}: {}",
                         msgs.join("; ")
+                    ),
+                )
+            })?;
+            landscaper_workflow::conditions::check_block(
+                landscaper_model::ExtensionPlace::InstallationTemplate,
+                t.appliance.as_ref(),
+            )
+            .map_err(|(field, message)| {
+                pass.output_error(
+                    exec,
+                    format!(
+                        "invalid workflow condition: subinstallation {:?}: subinstallations[{i}].appliance.{field}: {message}",
+                        t.name
                     ),
                 )
             })?;

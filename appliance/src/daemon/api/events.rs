@@ -253,7 +253,15 @@ fn draft(entry: &HistoryEntry, conditions_changed: &[&ConditionNote]) -> Option<
                 Some(old) if !old.is_empty() => format!("phase {old} -> {new}"),
                 _ => format!("phase {new}"),
             };
-            draft(new, with_error(text), warning, false)
+            // Workflow conditions recorded with the transition (an Installation records its
+            // subinstallations' results in Init, its own ready postcondition when it
+            // succeeds) are said in the same event.
+            let mut event = draft(new, with_error(text), warning, false);
+            if let Some(c) = condition_draft(conditions_changed) {
+                event.message = format!("{}; {}", event.message, c.message);
+                event.warning |= c.warning;
+            }
+            event
         }
         ChangeType::Modified if !conditions_changed.is_empty() => {
             condition_draft(conditions_changed)?
@@ -765,6 +773,47 @@ mod tests {
             event_uid("e2e", "a.1000000000000007")
         );
         assert_eq!(event_uid("e2e", "x").len(), 36);
+    }
+
+    #[test]
+    fn subinstallation_condition_results_recorded_with_a_phase_transition_are_in_its_event() {
+        // An Installation records its subinstallations' results in Init, together with the
+        // transition to CleanupOrphaned: the event of the transition says them.
+        let key = inst("root");
+        let note = |ty: &str, status: &str, message: &str| ConditionNote {
+            r#type: ty.into(),
+            status: status.into(),
+            message: message.into(),
+        };
+        let mut first = entry(
+            4,
+            &key,
+            ChangeType::Modified,
+            (Some("Init"), Some("CleanupOrphaned")),
+            None,
+        );
+        first.conditions = vec![note(
+            "a/ReconcilePrecondition",
+            "False",
+            "imports.on is false",
+        )];
+        // The next job: the same result again, no condition in the event.
+        let mut second = entry(
+            9,
+            &key,
+            ChangeType::Modified,
+            (Some("Init"), Some("CleanupOrphaned")),
+            None,
+        );
+        second.conditions = first.conditions.clone();
+        let events = derive([&first, &second]);
+        assert_eq!(
+            events[0]["message"],
+            "phase Init -> CleanupOrphaned; a/ReconcilePrecondition False: imports.on is false"
+        );
+        assert_eq!(events[0]["reason"], "CleanupOrphaned");
+        assert_eq!(events[0]["type"], "Normal");
+        assert_eq!(events[1]["message"], "phase Init -> CleanupOrphaned");
     }
 
     #[test]

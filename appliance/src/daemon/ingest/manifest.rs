@@ -333,6 +333,13 @@ fn admit(
         crate::daemon::controllers::execution::machine::workflow::check_admission(&exec)
             .map_err(|(field, message)| field_error(&field, message))?;
     }
+    if validated.kind == Kind::Installation
+        && let Ok(inst) = model::from_value::<model::Installation>(&validated.object)
+    {
+        // The Installation's own workflow block (issue 19) is compiled when it is loaded.
+        crate::daemon::controllers::installation::workflow::check_admission(&inst)
+            .map_err(|(field, message)| field_error(&field, message))?;
+    }
     for warning in validated.warnings {
         let field = warning
             .strip_prefix("unknown field \"")
@@ -953,6 +960,22 @@ mod tests {
         );
         let valid = text.replace("imports.(", "true");
         assert!(parse_manifest("x/exec.yaml", valid.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn an_installation_with_an_invalid_workflow_condition_is_refused_at_load() {
+        let text = "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Installation\nmetadata:\n  name: i\n  namespace: ns\n  annotations:\n    landscaper-appliance.io/workflow: \"readyPostcondition: 'self.('\"\nspec:\n  blueprint:\n    ref:\n      resourceName: bp\n";
+        let shown = parse_manifest("x/inst.yaml", text.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            shown.contains("Installation ns/i")
+                && shown.contains("workflow].readyPostcondition")
+                && shown.contains("invalid CEL expression"),
+            "{shown}"
+        );
+        let valid = text.replace("self.(", "true");
+        assert!(parse_manifest("x/inst.yaml", valid.as_bytes()).is_ok());
     }
 
     #[test]

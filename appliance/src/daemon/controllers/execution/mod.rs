@@ -152,6 +152,27 @@ fn parse_export(bytes: &[u8]) -> Result<Value, String> {
     .map_err(|e| format!("error converting YAML to JSON: {e}"))
 }
 
+/// `imports` of an owned Execution's workflow conditions: the owning Installation's import
+/// values, read as the Installation reads them for its subinstallations' conditions (one place:
+/// `installation::dataflow::read_import_values`). `{}` for a standalone Execution; when the
+/// imports cannot be read (the Installation reports that itself), `{}` too, so an expression
+/// over them fails with the missing key.
+fn owner_imports(
+    source: &impl ObjectSource,
+    owner: Option<&landscaper_store::model::Installation>,
+) -> Value {
+    let Some(owner) = owner else {
+        return Value::Object(Default::default());
+    };
+    match super::installation::dataflow::read_import_values(source, owner) {
+        Ok(values) => Value::Object(values),
+        Err(e) => {
+            tracing::debug!(installation = %owner.metadata.name(), error = ?e, "imports for workflow conditions not readable");
+            Value::Object(Default::default())
+        }
+    }
+}
+
 impl Reconciler for ExecutionReconciler {
     const KIND: Kind = Kind::Execution;
 
@@ -189,15 +210,21 @@ impl Reconciler for ExecutionReconciler {
                     .transpose()?,
                 None => None,
             };
-            Some((targets::target_reads(&snapshot, &execution)?, owner))
+            let imports = owner_imports(&snapshot, owner.as_ref());
+            Some((
+                targets::target_reads(&snapshot, &execution)?,
+                owner,
+                imports,
+            ))
         } else {
             None
         };
         drop(snapshot);
-        if let Some((reads, owner)) = reads {
+        if let Some((reads, owner, imports)) = reads {
             let mut inputs = targets::gather(
                 self.targets.as_ref(),
                 reads,
+                imports,
                 self.context.config.progressing_timeout,
             )
             .await;

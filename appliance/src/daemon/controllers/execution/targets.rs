@@ -15,7 +15,7 @@ use landscaper_deployers::manifest::config::ProviderConfiguration;
 use landscaper_store::model::{Execution, Target, from_value};
 use landscaper_store::{Kind, ObjectKey, ObjectSource};
 use landscaper_workflow::conditions::objects_index;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::machine::{TargetState, WorkflowInputs};
 use crate::daemon::controllers::runtime::ReconcileError;
@@ -137,6 +137,7 @@ pub fn target_reads(
 pub async fn gather(
     reader: &dyn TargetReader,
     reads: Vec<TargetRead>,
+    imports: Value,
     ready_timeout: Duration,
 ) -> WorkflowInputs {
     let mut targets = BTreeMap::new();
@@ -149,7 +150,7 @@ pub async fn gather(
         targets.insert(read.template, state);
     }
     WorkflowInputs {
-        imports: json!({}),
+        imports,
         targets,
         ready_timeout: Some(ready_timeout),
         owner: None,

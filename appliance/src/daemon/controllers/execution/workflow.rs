@@ -34,8 +34,9 @@ use crate::daemon::controllers::lserror::LsError;
 /// What the runtime reads for the workflow conditions (only when a block is present).
 #[derive(Debug, Clone, Default)]
 pub struct WorkflowInputs {
-    /// `imports` of the expressions: the imports of the Installation owning the Execution
-    /// (`{}` for a standalone Execution).
+    /// `imports` of the expressions: the import values of the Installation owning the
+    /// Execution, read as that Installation reads them for its own subinstallation conditions
+    /// (`installation::dataflow::read_import_values`); `{}` for a standalone Execution.
     pub imports: Value,
     /// Per deploy item template name: what was read from its target, or why it could not be.
     pub targets: BTreeMap<String, Result<TargetState, String>>,
@@ -311,7 +312,11 @@ impl Machine<'_> {
             }
             inactive = true;
             let this = self_value(*di, None);
-            let imports = json!({});
+            let imports = if inputs.imports.is_null() {
+                json!({})
+            } else {
+                inputs.imports.clone()
+            };
             let empty = TargetState::default();
             let state = match inputs.targets.get(&template.name) {
                 Some(Ok(t)) => t,

@@ -615,3 +615,59 @@ fn an_owned_execution_asks_its_installation_for_a_job_when_an_item_activates() {
         "the Execution itself is not touched"
     );
 }
+
+#[test]
+fn the_owning_installations_imports_reach_the_expressions() {
+    let exec = execution(
+        vec![template(
+            "a",
+            &[],
+            precondition("imports.monitoring == true"),
+        )],
+        Phase::Progressing,
+    );
+    let with = |flag: bool| {
+        let mut v = view(vec![], &[]);
+        v.workflow.as_mut().unwrap().imports = json!({"monitoring": flag});
+        v
+    };
+    let step = run(&exec, &with(true));
+    assert_eq!(created(&step), vec!["a"]);
+    let c = exec_condition(&step, "a/ReconcilePrecondition");
+    assert_eq!(c.status, "True");
+    let step = run(&exec, &with(false));
+    assert!(created(&step).is_empty());
+    assert_eq!(
+        exec_condition(&step, "a/ReconcilePrecondition").status,
+        "False"
+    );
+}
+
+#[test]
+fn an_inactive_item_is_rechecked_over_the_imports() {
+    let mon = WorkflowExtension {
+        activation_condition: Some(ActivationCondition::Expression("imports.monitoring".into())),
+        ..WorkflowExtension::default()
+    };
+    let mut exec = execution(vec![template("mon", &[], Some(mon))], Phase::Succeeded);
+    let status = exec.status.as_mut().unwrap();
+    status.job_id_finished = Some(JOB.into());
+    status.conditions = Some(vec![Condition {
+        r#type: "mon/ActivationCondition".into(),
+        status: "False".into(),
+        ..Condition::default()
+    }]);
+    let mut v = view(vec![], &[]);
+    v.workflow.as_mut().unwrap().imports = json!({"monitoring": false});
+    let step = run(&exec, &v);
+    assert_eq!(step.next, Next::Wait);
+    assert!(step.execution.is_none());
+    // The import turns true: the standalone Execution asks itself for a new job.
+    v.workflow.as_mut().unwrap().imports = json!({"monitoring": true});
+    let step = run(&exec, &v);
+    let written = step.execution.as_ref().expect("the execution is written");
+    assert_eq!(
+        written.metadata.annotation(OPERATION_ANNOTATION),
+        Some(OPERATION_RECONCILE)
+    );
+}

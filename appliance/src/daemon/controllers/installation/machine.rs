@@ -30,6 +30,7 @@ use crate::daemon::controllers::jobs::{
     with_status,
 };
 use crate::daemon::controllers::lserror::{LsError, PhaseError, updated_error};
+use landscaper_workflow::conditions::ConditionKind;
 
 /// What to do before (or instead of) running the phases, in Landscaper's order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -762,6 +763,9 @@ pub struct Now {
     pub instant: Timestamp,
     /// The jobID a job started by this step gets.
     pub new_job_id: String,
+    /// How long an installation's own ready postcondition (issue 19) may stay false after its
+    /// children were started (the progressing timeout); `None`: unbounded.
+    pub ready_timeout: Option<Duration>,
 }
 
 /// What the runtime does after committing a step's writes.
@@ -1118,6 +1122,8 @@ fn run_phase(value: &Value, inst: &Installation, dirty: bool, view: &View, now: 
     let children = children.cloned().unwrap_or_default();
     // Writes of a phase that waits (a normal error), committed with the error.
     let mut pending = Vec::new();
+    // The status a phase error is recorded on (a condition the phase waits for goes with it).
+    let mut error_status = status.clone();
     let result: PhaseResult = match phase {
         Phase::Init => phase_init(value, inst, &status, &job_id, view, time),
         Phase::CleanupOrphaned => {
@@ -1258,15 +1264,61 @@ fn run_phase(value: &Value, inst: &Installation, dirty: bool, view: &View, now: 
                 }
             }
         }
-        Phase::Completing => phase_completing(value, inst, &status, &job_id, view),
+        Phase::Completing => {
+            phase_completing(value, inst, &status, &job_id, view, now, &mut error_status)
+        }
         Phase::InitDelete => phase_init_delete(inst, &status, view),
         Phase::Deleting => {
             let subs: Vec<Installation> = children.subs.iter().map(|(_, s)| s.clone()).collect();
             match deleting(&job_id, &subs, children.execution.as_ref().map(|(_, e)| e)) {
                 DeletionProgress::AllGone => {
-                    let mut v = value.clone();
-                    remove_finalizer(&mut v, LANDSCAPER_FINALIZER);
-                    return Step::new(vec![Write::Update(v)], Next::Done);
+                    // Issue 19: with a delete postcondition the installation counts as gone
+                    // only once it holds.
+                    let this = json!({"status": value.get("status").cloned().unwrap_or(json!({}))});
+                    match workflow::own_postcondition(
+                        inst,
+                        ConditionKind::DeletePostcondition,
+                        &json!({}),
+                        &this,
+                        (time, None, None),
+                    ) {
+                        Err(m) => Err(PhaseError::Fatal(LsError::new(
+                            "handleReconcilePhase",
+                            "InvalidWorkflowCondition",
+                            m,
+                        ))),
+                        Ok(workflow::Postcondition::Evaluated(r)) if !r.is_met() => {
+                            workflow::record_own(
+                                &mut error_status,
+                                ConditionKind::DeletePostcondition,
+                                &r,
+                                time,
+                            );
+                            Err(PhaseError::Normal(
+                                unfinished(
+                                    "handleReconcilePhase",
+                                    format!("waiting for the deletePostcondition: {}", r.message()),
+                                )
+                                .with_code(ERR_FOR_INFO_ONLY),
+                            ))
+                        }
+                        Ok(p) => {
+                            let mut v = value.clone();
+                            if let workflow::Postcondition::Evaluated(r) = &p {
+                                let mut s = status.clone();
+                                if workflow::record_own(
+                                    &mut s,
+                                    ConditionKind::DeletePostcondition,
+                                    r,
+                                    time,
+                                ) {
+                                    v = with_status(v, &s);
+                                }
+                            }
+                            remove_finalizer(&mut v, LANDSCAPER_FINALIZER);
+                            return Step::new(vec![Write::Update(v)], Next::Done);
+                        }
+                    }
                 }
                 DeletionProgress::Stuck => {
                     let e = LsError::new(
@@ -1314,7 +1366,7 @@ fn run_phase(value: &Value, inst: &Installation, dirty: bool, view: &View, now: 
             out.forget_waits = true;
             out
         }
-        Err(e) => on_error(value, inst, &status, e, pending, dirty, view, time),
+        Err(e) => on_error(value, inst, &error_status, e, pending, dirty, view, time),
     }
 }
 
@@ -1504,7 +1556,7 @@ fn phase_init(
             }
             None => {}
         }
-        let sub = subinstallation_object(
+        let mut sub = subinstallation_object(
             inst,
             value,
             template,
@@ -1513,6 +1565,13 @@ fn phase_init(
             rendered.component_blueprints.get(&template.name),
         )
         .map_err(|m| PhaseError::Fatal(LsError::new(OP, "EnsureSubinstallations", m)))?;
+        // Issue 19: the template's block goes with the subinstallation (its own postconditions
+        // and policies); nothing without one.
+        set_annotation(
+            &mut sub,
+            landscaper_store::model::workflow::WORKFLOW_ANNOTATION,
+            workflow::template_annotation(template).as_deref(),
+        );
         match current {
             Some(current) => {
                 active.push(SubNamePair {
@@ -1600,6 +1659,8 @@ fn phase_completing(
     status: &InstallationStatus,
     job_id: &str,
     view: &View,
+    now: &Now,
+    error_status: &mut InstallationStatus,
 ) -> PhaseResult {
     const OP: &str = "handlePhaseCompleting";
     let Some(cv) = &view.completing else {
@@ -1655,7 +1716,65 @@ fn phase_completing(
             writes.push(w);
         }
     }
-    Ok((Phase::Succeeded, writes, status.clone()))
+    // (e) Issue 19: with a ready postcondition the installation counts as ready (its job ends)
+    // only once it holds; its successors and its parent wait, the progressing timeout bounds it.
+    let mut s = status.clone();
+    let this = json!({
+        "status": value.get("status").cloned().unwrap_or(json!({})),
+        "exports": Value::Object(exports.clone()),
+    });
+    let since = status
+        .transition_times
+        .as_ref()
+        .and_then(|t| t.wait_time.as_deref());
+    let imports = Value::Object(field(&cv.values, "import values")?.clone());
+    match workflow::own_postcondition(
+        inst,
+        ConditionKind::ReadyPostcondition,
+        &imports,
+        &this,
+        (now.time.as_str(), since, now.ready_timeout),
+    )
+    .map_err(|m| PhaseError::Fatal(LsError::new(OP, "InvalidWorkflowCondition", m)))?
+    {
+        workflow::Postcondition::Absent => {}
+        workflow::Postcondition::Evaluated(r) if r.is_met() => {
+            workflow::record_own(&mut s, ConditionKind::ReadyPostcondition, &r, &now.time);
+        }
+        workflow::Postcondition::Evaluated(r) => {
+            workflow::record_own(
+                error_status,
+                ConditionKind::ReadyPostcondition,
+                &r,
+                &now.time,
+            );
+            return Err(PhaseError::Normal(
+                unfinished(
+                    OP,
+                    format!("waiting for the readyPostcondition: {}", r.message()),
+                )
+                .with_code(ERR_FOR_INFO_ONLY),
+            ));
+        }
+        workflow::Postcondition::TimedOut(r, timeout) => {
+            workflow::record_own(
+                error_status,
+                ConditionKind::ReadyPostcondition,
+                &r,
+                &now.time,
+            );
+            return Err(PhaseError::Fatal(LsError::new(
+                OP,
+                "ReadyPostconditionTimeout",
+                format!(
+                    "readyPostcondition not met within the progressing timeout of {}s: {}",
+                    timeout.as_secs(),
+                    r.message()
+                ),
+            )));
+        }
+    }
+    Ok((Phase::Succeeded, writes, s))
 }
 
 /// `InitDelete`: successors first (unless ignored), then the children are deleted.

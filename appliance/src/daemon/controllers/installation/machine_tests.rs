@@ -316,6 +316,7 @@ mod steps {
             time: NOW.into(),
             instant: NOW.parse().unwrap(),
             new_job_id: "job-new".into(),
+            ready_timeout: None,
         }
     }
 
@@ -1244,6 +1245,215 @@ mod steps {
             (st.phase.clone(), error_of(&st).1),
             (Some(Phase::DeleteFailed), "UndeletedSubobjects".to_string())
         );
+    }
+
+    // --- issue 19: an installation's own ready and delete postconditions ---
+
+    fn with_block(v: Value, yaml: &str) -> Value {
+        annotate(
+            v,
+            landscaper_store::model::workflow::WORKFLOW_ANNOTATION,
+            yaml,
+        )
+    }
+
+    fn own_condition(s: &InstallationStatus, ty: &str) -> (String, String) {
+        let c = s
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.r#type == ty)
+            .unwrap_or_else(|| panic!("no condition {ty}: {s:?}"));
+        (c.status.clone(), c.reason.clone())
+    }
+
+    #[test]
+    fn a_ready_postcondition_keeps_the_job_open_until_it_holds_then_the_job_ends() {
+        // The seed's order: a dependent counts as ready only when its ready postcondition
+        // holds; until then its job does not finish, so its successors (Landscaper's
+        // predecessor check) and its parent (progressing) wait.
+        let v = with_block(
+            completing("a"),
+            "readyPostcondition: self.exports.out.v == 2
+",
+        );
+        let exports = |n: i64| json!({"out": {"v": n}}).as_object().unwrap().clone();
+        let s = run(&v, &completing_view(exports(1), BTreeMap::new()));
+        assert_eq!(s.next, Next::Retry("Completing".into()));
+        assert!(
+            !s.writes.iter().any(|w| matches!(w, Write::Create(_))),
+            "no export is written before the installation is ready"
+        );
+        let st = written_status(&s, "a");
+        assert_eq!(st.phase, Some(Phase::Completing));
+        assert_eq!(st.job_id_finished.as_deref(), Some("job-1"), "not finished");
+        assert!(error_of(&st).1 == "JobIDFinished");
+        assert!(
+            st.last_error
+                .as_ref()
+                .unwrap()
+                .message
+                .contains("waiting for the readyPostcondition"),
+        );
+        assert_eq!(
+            own_condition(&st, "ReadyPostcondition"),
+            ("False".into(), "ConditionNotMet".into())
+        );
+        // It holds: the exports are written and the job ends with the condition recorded.
+        let s = run(&v, &completing_view(exports(2), BTreeMap::new()));
+        let st = written_status(&s, "a");
+        assert_eq!(st.phase, Some(Phase::Succeeded));
+        assert_eq!(st.job_id_finished.as_deref(), Some(JOB));
+        assert_eq!(
+            own_condition(&st, "ReadyPostcondition"),
+            ("True".into(), "ConditionMet".into())
+        );
+        // Without a block: Landscaper's Completing, no condition.
+        let s = run(
+            &completing("a"),
+            &completing_view(exports(1), BTreeMap::new()),
+        );
+        let st = written_status(&s, "a");
+        assert_eq!(st.phase, Some(Phase::Succeeded));
+        assert!(st.conditions.is_none());
+    }
+
+    #[test]
+    fn a_ready_postcondition_false_past_the_progressing_timeout_fails_the_job() {
+        let mut v = with_block(
+            completing("a"),
+            "readyPostcondition: 'false'
+",
+        );
+        v["status"]["transitionTimes"] = json!({"waitTime": "2029-12-31T23:50:00Z"});
+        let view = completing_view(
+            json!({"out": 1}).as_object().unwrap().clone(),
+            BTreeMap::new(),
+        );
+        let typed_v = typed(&v);
+        let mut timed = now();
+        timed.ready_timeout = Some(std::time::Duration::from_secs(300));
+        let s = step(&v, &typed_v, false, &view, &timed);
+        let st = written_status(&s, "a");
+        assert_eq!(st.phase, Some(Phase::Failed));
+        assert_eq!(error_of(&st).1, "ReadyPostconditionTimeout");
+        assert_eq!(own_condition(&st, "ReadyPostcondition").0, "False");
+        // Within the timeout it waits.
+        timed.ready_timeout = Some(std::time::Duration::from_secs(3600));
+        let s = step(&v, &typed_v, false, &view, &timed);
+        assert_eq!(s.next, Next::Retry("Completing".into()));
+    }
+
+    #[test]
+    fn an_invalid_own_postcondition_fails_naming_the_installation_and_field() {
+        let v = with_block(
+            completing("a"),
+            "readyPostcondition: 'self.('
+",
+        );
+        let view = completing_view(
+            json!({"out": 1}).as_object().unwrap().clone(),
+            BTreeMap::new(),
+        );
+        let st = written_status(&run(&v, &view), "a");
+        assert_eq!(st.phase, Some(Phase::Failed));
+        let e = st.last_error.unwrap();
+        assert_eq!(e.reason, "InvalidWorkflowCondition");
+        assert!(
+            e.message.contains("Installation ns/a")
+                && e.message.contains(
+                    "metadata.annotations[landscaper-appliance.io/workflow].readyPostcondition"
+                ),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn a_delete_postcondition_keeps_the_finalizer_until_it_holds() {
+        // A deleted dependent counts as gone only when its delete postcondition holds: the
+        // finalizer stays (the object exists, so the predecessors' successor check and the
+        // parent's deletion wait for it).
+        let v = with_block(
+            deleted(running("a", json!({}), "Deleting")),
+            "deletePostcondition: self.status.jobID == 'job-3'
+",
+        );
+        let s = run(&v, &with_children(Vec::new(), None));
+        assert_eq!(s.next, Next::Retry("Deleting".into()));
+        let st = written_status(&s, "a");
+        assert_eq!(
+            own_condition(&st, "DeletePostcondition"),
+            ("False".into(), "ConditionNotMet".into())
+        );
+        assert!(
+            s.writes.iter().all(|w| match w {
+                Write::Update(u) => u["metadata"]["finalizers"] == json!([LANDSCAPER_FINALIZER]),
+                _ => false,
+            }),
+            "the finalizer stays"
+        );
+        let mut v = v;
+        v["status"]["jobID"] = json!("job-3");
+        let s = run(&v, &with_children(Vec::new(), None));
+        assert_eq!(s.next, Next::Done);
+        let Write::Update(u) = &s.writes[0] else {
+            panic!()
+        };
+        assert!(u["metadata"].get("finalizers").is_none());
+        assert_eq!(u["status"]["conditions"][0]["type"], "DeletePostcondition");
+        assert_eq!(u["status"]["conditions"][0]["status"], "True");
+    }
+
+    #[test]
+    fn init_gives_each_subinstallation_its_templates_block() {
+        use landscaper_store::model::WorkflowExtension;
+        use landscaper_templating::blueprint::InstallationTemplate;
+        let v = running("root", json!({}), "Init");
+        let mut view = init_view(Vec::new(), Children::default());
+        let template = |name: &str, block: Option<WorkflowExtension>| InstallationTemplate {
+            name: name.into(),
+            blueprint: landscaper_templating::blueprint::InstallationTemplateBlueprint {
+                reference: String::new(),
+                filesystem: Some(json!({"blueprint.yaml":
+                    "apiVersion: landscaper.gardener.cloud/v1alpha1\nkind: Blueprint\n"})),
+            },
+            appliance: block,
+            ..Default::default()
+        };
+        let ready = WorkflowExtension {
+            ready_postcondition: Some("self.exports.ready".into()),
+            ..Default::default()
+        };
+        if let Some(Ok((_, rendered))) = &mut view.init.as_mut().unwrap().rendered {
+            rendered.subinstallations =
+                vec![template("with", Some(ready)), template("without", None)];
+        }
+        let s = run(&v, &view);
+        let created: BTreeMap<String, Value> = s
+            .writes
+            .iter()
+            .filter_map(|w| match w {
+                Write::Create(o) if o["kind"] == "Installation" => Some((
+                    o["metadata"]["annotations"][SUBINSTALLATION_NAME_ANNOTATION]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    o.clone(),
+                )),
+                _ => None,
+            })
+            .collect();
+        let block = |name: &str| {
+            created[name]["metadata"]["annotations"]
+                .get(landscaper_store::model::workflow::WORKFLOW_ANNOTATION)
+                .cloned()
+        };
+        assert_eq!(
+            block("with"),
+            Some(json!(r#"{"readyPostcondition":"self.exports.ready"}"#))
+        );
+        assert_eq!(block("without"), None);
     }
 
     #[test]

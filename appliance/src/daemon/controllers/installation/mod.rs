@@ -469,6 +469,7 @@ impl Reconciler for InstallationReconciler {
                 time: landscaper_store::clock::format_time(instant),
                 instant,
                 new_job_id: jobs::new_job_id(),
+                ready_timeout: Some(self.context.config.progressing_timeout),
             };
             let step = machine::step(&value, &inst, dirty, &view, &now);
             if step.forget_waits {

@@ -211,6 +211,7 @@ fn reconcile(rt: &tokio::runtime::Runtime, world: &mut World, name: &str) -> Res
             time: "2030-01-01T00:00:00Z".into(),
             instant: "2030-01-01T00:00:00Z".parse().map_err(|e| format!("{e}"))?,
             new_job_id: format!("job-{}", world.counter + 1),
+            ready_timeout: None,
         };
         world.counter += 1;
         let step = machine::step(&value, &inst, dirty, &view, &now);

@@ -16,9 +16,11 @@
 //! condition).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use landscaper_store::model::ExtensionPlace;
 use landscaper_store::model::constants::SUBINSTALLATION_NAME_ANNOTATION;
+use landscaper_store::model::workflow::WORKFLOW_ANNOTATION;
 use landscaper_store::model::{
     Condition, FailurePolicy, Installation, InstallationSpec, Phase, WorkflowExtension,
 };
@@ -294,6 +296,156 @@ pub fn aggregated_failure(job_id: &str, subs: &[Installation]) -> AggregatedErro
     }
 }
 
+/// The block a subinstallation carries as its own: the template's block, written by the parent
+/// into the subinstallation's [`WORKFLOW_ANNOTATION`] (JSON, which the annotation's YAML reads),
+/// so that the subinstallation evaluates its own ready and delete postconditions and applies
+/// the policies to its own children, as a root Installation does with its annotation. `None`
+/// without a block (the annotation is then removed, nothing else changes).
+pub fn template_annotation(template: &InstallationTemplate) -> Option<String> {
+    template
+        .appliance
+        .as_ref()
+        .filter(|b| !b.is_empty())
+        .and_then(|b| serde_json::to_string(b).ok())
+}
+
+/// The admission check of an Installation's own block (manifest files): it must fit an
+/// Installation and every condition must compile. A reconcile precondition or activation
+/// condition is decided by a parent about its subinstallations: on an Installation of its own
+/// (a root) nothing could decide it, so it is refused there. `Err((field, message))`, the
+/// message naming the Installation and the field.
+pub fn check_admission(inst: &Installation) -> Result<(), (String, String)> {
+    let field = format!("metadata.annotations[{WORKFLOW_ANNOTATION}]");
+    let object = format!(
+        "Installation {}/{}",
+        inst.metadata.namespace.as_deref().unwrap_or_default(),
+        label(inst)
+    );
+    let block = WorkflowExtension::from_annotations(&inst.metadata).map_err(|e| {
+        (
+            e.field.clone(),
+            format!("{object}: {}: {}", e.field, e.message),
+        )
+    })?;
+    let Some(block) = block else {
+        return Ok(());
+    };
+    let is_root =
+        inst.metadata.labels.as_ref().is_none_or(|l| {
+            !l.contains_key(landscaper_store::model::constants::ENCOMPASSED_BY_LABEL)
+        });
+    for (set, kind) in [
+        (
+            block.reconcile_precondition.is_some(),
+            ConditionKind::ReconcilePrecondition,
+        ),
+        (
+            block.activation_condition.is_some(),
+            ConditionKind::ActivationCondition,
+        ),
+    ] {
+        if set && is_root {
+            return Err((
+                field.clone(),
+                format!(
+                    "{object}: {field}.{kind}: Forbidden: a root Installation has no parent to decide on it; put it on a subinstallation template (readyPostcondition, deletePostcondition, failurePolicy and maxConcurrency apply here)"
+                ),
+            ));
+        }
+    }
+    compile_block(&object, &field, ExtensionPlace::Installation, Some(&block))
+        .map(|_| ())
+        .map_err(|e| (field, e.to_string()))
+}
+
+/// What an installation's own postcondition (its block's `readyPostcondition` at the end of a
+/// job, `deletePostcondition` before its finalizer goes) says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Postcondition {
+    /// No such condition: Landscaper's behaviour.
+    Absent,
+    /// The result to record; whether the installation may go on (met).
+    Evaluated(ConditionResult),
+    /// A ready postcondition still false after the progressing timeout.
+    TimedOut(ConditionResult, Duration),
+}
+
+/// Evaluates the installation's own `kind` postcondition (from its [`WORKFLOW_ANNOTATION`]) over
+/// `imports` and `this` (`self`: `{status, exports}`). A ready postcondition that stays false
+/// longer than `timeout` since `since` (the start of the job's wait for its children) times
+/// out. An expression that does not compile or cannot be evaluated is an error naming the
+/// installation and the field.
+pub fn own_postcondition(
+    inst: &Installation,
+    kind: ConditionKind,
+    imports: &Value,
+    this: &Value,
+    timing: (&str, Option<&str>, Option<Duration>),
+) -> Result<Postcondition, String> {
+    let object = format!(
+        "Installation {}/{}",
+        inst.metadata.namespace.as_deref().unwrap_or_default(),
+        label(inst)
+    );
+    let field = format!("metadata.annotations[{WORKFLOW_ANNOTATION}]");
+    let block = WorkflowExtension::from_annotations(&inst.metadata)
+        .map_err(|e| format!("{object}: {}: {}", e.field, e.message))?;
+    let conditions = compile_block(
+        &object,
+        &field,
+        ExtensionPlace::Installation,
+        block.as_ref(),
+    )
+    .map_err(|e| e.to_string())?;
+    let expression = match kind {
+        ConditionKind::ReadyPostcondition => conditions.ready_postcondition,
+        ConditionKind::DeletePostcondition => conditions.delete_postcondition,
+        _ => None,
+    };
+    let Some(expression) = expression else {
+        return Ok(Postcondition::Absent);
+    };
+    let objects = json!({});
+    let result = expression.evaluate(
+        kind,
+        Variables {
+            imports,
+            this,
+            objects: &objects,
+        },
+    );
+    if let ConditionResult::Error { message } = &result {
+        return Err(format!("{object}: {field}.{kind}: {message}"));
+    }
+    let (now, since, timeout) = timing;
+    if !result.is_met()
+        && let (Some(since), Some(timeout)) = (since, timeout)
+        && let (Ok(since), Ok(now)) = (
+            since.parse::<jiff::Timestamp>(),
+            now.parse::<jiff::Timestamp>(),
+        )
+        && now
+            .duration_since(since)
+            .try_into()
+            .is_ok_and(|d: Duration| d >= timeout)
+    {
+        return Ok(Postcondition::TimedOut(result, timeout));
+    }
+    Ok(Postcondition::Evaluated(result))
+}
+
+/// Records the installation's own postcondition result under its plain type
+/// (`ReadyPostcondition`, `DeletePostcondition`) in `status.conditions`; whether it changed.
+pub fn record_own(
+    status: &mut landscaper_store::model::InstallationStatus,
+    kind: ConditionKind,
+    result: &ConditionResult,
+    now: &str,
+) -> bool {
+    let list = status.conditions.get_or_insert_with(Vec::new);
+    record_condition(list, kind.condition_type(), kind, result, now)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +509,134 @@ mod tests {
             template("c", &["y"], &[], None),
             template("d", &[], &[], None),
         ]
+    }
+
+    #[test]
+    fn admission_compiles_a_roots_block_and_refuses_what_only_a_parent_decides() {
+        let with = |yaml: &str| {
+            let mut i = Installation::default();
+            i.metadata.name = Some("root".into());
+            i.metadata.namespace = Some("ns".into());
+            i.metadata.annotations =
+                Some([(WORKFLOW_ANNOTATION.to_string(), yaml.to_string())].into());
+            i
+        };
+        assert!(check_admission(&Installation::default()).is_ok());
+        assert!(
+            check_admission(&with(
+                "readyPostcondition: self.exports.ok
+maxConcurrency: 2
+"
+            ))
+            .is_ok()
+        );
+        let (field, message) = check_admission(&with(
+            "readyPostcondition: 'self.('
+",
+        ))
+        .unwrap_err();
+        assert_eq!(
+            field,
+            "metadata.annotations[landscaper-appliance.io/workflow]"
+        );
+        assert!(
+            message.contains("Installation ns/root")
+                && message.contains("workflow].readyPostcondition: invalid CEL expression"),
+            "{message}"
+        );
+        let (_, message) = check_admission(&with(
+            "reconcilePrecondition: 'true'
+",
+        ))
+        .unwrap_err();
+        assert!(
+            message.contains("reconcilePrecondition: Forbidden"),
+            "{message}"
+        );
+        let (_, message) = check_admission(&with(
+            "activationCondition: 'true'
+",
+        ))
+        .unwrap_err();
+        assert!(
+            message.contains("activationCondition: Forbidden"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn own_postconditions_are_evaluated_and_time_out() {
+        let mut i = Installation::default();
+        i.metadata.name = Some("a".into());
+        i.metadata.annotations = Some(
+            [(
+                WORKFLOW_ANNOTATION.to_string(),
+                "readyPostcondition: imports.on\n".to_string(),
+            )]
+            .into(),
+        );
+        let this = json!({});
+        let timing = ("2030-01-01T00:10:00Z", Some("2030-01-01T00:00:00Z"), None);
+        let r = own_postcondition(
+            &i,
+            ConditionKind::ReadyPostcondition,
+            &json!({"on": true}),
+            &this,
+            timing,
+        )
+        .unwrap();
+        assert!(
+            matches!(r, Postcondition::Evaluated(ref r) if r.is_met()),
+            "{r:?}"
+        );
+        let r = own_postcondition(
+            &i,
+            ConditionKind::ReadyPostcondition,
+            &json!({"on": false}),
+            &this,
+            timing,
+        )
+        .unwrap();
+        assert!(
+            matches!(r, Postcondition::Evaluated(ref r) if !r.is_met()),
+            "{r:?}"
+        );
+        let short = (timing.0, timing.1, Some(Duration::from_secs(60)));
+        let r = own_postcondition(
+            &i,
+            ConditionKind::ReadyPostcondition,
+            &json!({"on": false}),
+            &this,
+            short,
+        )
+        .unwrap();
+        assert!(
+            matches!(r, Postcondition::TimedOut(_, d) if d.as_secs() == 60),
+            "{r:?}"
+        );
+        // No delete postcondition: Landscaper's behaviour.
+        let r = own_postcondition(
+            &i,
+            ConditionKind::DeletePostcondition,
+            &json!({}),
+            &this,
+            timing,
+        )
+        .unwrap();
+        assert_eq!(r, Postcondition::Absent);
+        // Unevaluable: an error naming the installation and the field.
+        let e = own_postcondition(
+            &i,
+            ConditionKind::ReadyPostcondition,
+            &json!({}),
+            &this,
+            timing,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("Installation /a") && e.contains("readyPostcondition"),
+            "{e}"
+        );
     }
 
     #[test]

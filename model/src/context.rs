@@ -9,7 +9,7 @@ use super::meta::ObjectMeta;
 use super::shared::{LocalObjectReference, SecretReference, some_value};
 
 /// Shared configuration of the Installations, Executions and DeployItems that name it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Context {
     #[serde(default)]
@@ -42,7 +42,7 @@ pub struct Context {
     pub verification_signatures: Option<BTreeMap<String, VerificationSignature>>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerificationSignature {
     #[serde(skip_serializing_if = "Option::is_none")]

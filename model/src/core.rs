@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::meta::ObjectMeta;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigMap {
     #[serde(default)]
@@ -24,7 +24,7 @@ pub struct ConfigMap {
     pub immutable: Option<bool>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Secret {
     #[serde(default)]

@@ -7,7 +7,7 @@ use super::meta::ObjectMeta;
 use super::shared::some_value;
 
 /// A piece of JSON data, imported or exported by Installations. There is no `spec`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DataObject {
     #[serde(default)]

@@ -9,7 +9,9 @@ use super::shared::{
     Condition, Error, ObjectReference, OnDeleteConfig, Phase, TransitionTimes, some_value,
 };
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// A DeployItem: one unit of deployment (a helm chart, manifests, a container, a mock) run by
+/// the deployer of its `type` against its Target.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeployItem {
     #[serde(default)]
@@ -24,7 +26,8 @@ pub struct DeployItem {
     pub status: Option<DeployItemStatus>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The desired state of a DeployItem: its type, Target and provider configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeployItemSpec {
     /// Deployer type, e.g. `landscaper.gardener.cloud/mock`. Required.
@@ -50,7 +53,8 @@ pub struct DeployItemSpec {
     pub on_delete: Option<OnDeleteConfig>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `status` of a DeployItem. Written by the deployers in Landscaper's shape.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeployItemStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -95,7 +99,7 @@ pub struct DeployItemStatus {
 }
 
 /// Which deployer last reconciled the item.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeployerInformation {
     #[serde(default)]
     pub identity: String,

@@ -43,6 +43,24 @@ impl fmt::Display for Duration {
     }
 }
 
+/// Landscaper's CRDs declare durations as strings.
+impl schemars::JsonSchema for Duration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Duration".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A Go duration (e.g. `5m`, `1h30m`) or `none`.",
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Duration {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;

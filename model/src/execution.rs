@@ -12,7 +12,9 @@ use super::shared::{
 };
 use super::workflow::WorkflowExtension;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// An Execution: the deploy items an Installation's blueprint renders, run in the order of
+/// their dependencies.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Execution {
     #[serde(default)]
@@ -27,7 +29,8 @@ pub struct Execution {
     pub status: Option<ExecutionStatus>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The desired state of an Execution: its deploy item templates.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,7 +50,7 @@ impl ExecutionSpec {
 }
 
 /// One deploy item to be created by an Execution.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeployItemTemplate {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -78,7 +81,8 @@ pub struct DeployItemTemplate {
     pub appliance: Option<WorkflowExtension>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `status` of an Execution. Written by the controllers in Landscaper's shape.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionStatus {
     #[serde(default)]
@@ -105,7 +109,7 @@ pub struct ExecutionStatus {
 }
 
 /// Maps deploy item template names to DeployItem object names.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeployItemCache {
     #[serde(rename = "activeDIs", skip_serializing_if = "Option::is_none")]
     pub active_dis: Option<Vec<DiNamePair>>,
@@ -113,7 +117,7 @@ pub struct DeployItemCache {
     pub orphaned_dis: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DiNamePair {
     #[serde(default, skip_serializing_if = "String::is_empty")]

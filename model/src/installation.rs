@@ -12,7 +12,9 @@ use super::shared::{
     TransitionTimes, some_value,
 };
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// An Installation: one instance of a blueprint, with its imports and exports; the
+/// Installation controller runs it as an Execution and subinstallations.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Installation {
     #[serde(default)]
@@ -27,7 +29,8 @@ pub struct Installation {
     pub status: Option<InstallationStatus>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The desired state of an Installation: its blueprint, component, imports and exports.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstallationSpec {
     /// Name of the Context; empty means `default`.
@@ -93,14 +96,14 @@ impl InstallationSpec {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Verification {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signature_name: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AutomaticReconcile {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,7 +112,7 @@ pub struct AutomaticReconcile {
     pub failed_reconcile: Option<FailedReconcile>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SucceededReconcile {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -119,7 +122,7 @@ pub struct SucceededReconcile {
     pub cron_spec: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FailedReconcile {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -131,7 +134,7 @@ pub struct FailedReconcile {
 }
 
 /// Hints that let Landscaper skip sibling computations.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Optimization {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -140,7 +143,7 @@ pub struct Optimization {
     pub has_no_sibling_exports: Option<bool>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstallationImports {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -149,7 +152,7 @@ pub struct InstallationImports {
     pub targets: Option<Vec<TargetImport>>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstallationExports {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -159,7 +162,7 @@ pub struct InstallationExports {
 }
 
 /// A data import: exactly one of `dataRef`, `secretRef`, `configMapRef`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DataImport {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -177,7 +180,7 @@ pub struct DataImport {
 
 /// A target import: exactly one of `target`, `targets`, `targetListRef`, `targetMap`,
 /// `targetMapRef`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetImport {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -194,7 +197,7 @@ pub struct TargetImport {
     pub target_map_ref: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DataExport {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -203,7 +206,7 @@ pub struct DataExport {
     pub data_ref: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetExport {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -213,7 +216,7 @@ pub struct TargetExport {
 }
 
 /// Where the blueprint comes from: exactly one of `ref` and `inline`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BlueprintDefinition {
     #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
     pub reference: Option<RemoteBlueprintReference>,
@@ -221,7 +224,7 @@ pub struct BlueprintDefinition {
     pub inline: Option<InlineBlueprint>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RemoteBlueprintReference {
     /// Resource of the component descriptor that holds the blueprint.
@@ -229,7 +232,7 @@ pub struct RemoteBlueprintReference {
     pub resource_name: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InlineBlueprint {
     /// A yamlfs tree: a map is a directory, a string is a file's content.
     #[serde(
@@ -241,7 +244,7 @@ pub struct InlineBlueprint {
 }
 
 /// The component descriptor: exactly one of `ref` and `inline` (when given at all).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ComponentDescriptorDefinition {
     #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
     pub reference: Option<ComponentDescriptorReference>,
@@ -254,7 +257,7 @@ pub struct ComponentDescriptorDefinition {
     pub inline: Option<Value>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ComponentDescriptorReference {
     /// An OCM repository context (typed object), kept as JSON.
@@ -271,7 +274,7 @@ pub struct ComponentDescriptorReference {
 }
 
 /// `status` of an Installation. Written by the controllers in Landscaper's shape.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InstallationStatus {
     #[serde(default)]
@@ -302,7 +305,7 @@ pub struct InstallationStatus {
     pub transition_times: Option<TransitionTimes>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AutomaticReconcileStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -315,14 +318,14 @@ pub struct AutomaticReconcileStatus {
     pub on_failed: Option<bool>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DependentToTrigger {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
 }
 
 /// Maps subinstallation template names to object names.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubInstCache {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -331,7 +334,7 @@ pub struct SubInstCache {
     pub orphaned_subs: Option<Vec<String>>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SubNamePair {
     #[serde(default, skip_serializing_if = "String::is_empty")]

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::meta::ObjectMeta;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// A manifest file the appliance ingested from its watched folder, with the objects it
+/// defines and its errors (an appliance kind).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestFile {
     #[serde(default)]
@@ -21,14 +23,14 @@ pub struct ManifestFile {
     pub status: Option<ManifestFileStatus>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ManifestFileSpec {
     /// Path relative to the manifests folder, `/`-separated. Required.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestFileStatus {
     /// Hex SHA-256 of the file content last ingested.
@@ -58,7 +60,19 @@ pub struct ManifestFileStatus {
 }
 
 /// One object defined by a manifest file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestObjectReference {
     #[serde(default)]
@@ -73,7 +87,7 @@ pub struct ManifestObjectReference {
 }
 
 /// Where and why a manifest file was rejected.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManifestError {
     /// 0-based index of the YAML document; absent for file-level errors.

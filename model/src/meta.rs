@@ -40,7 +40,7 @@ pub struct ObjectMeta {
 }
 
 /// One entry of `metadata.ownerReferences`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OwnerReference {
     pub api_version: String,
@@ -52,6 +52,22 @@ pub struct OwnerReference {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub block_owner_deletion: Option<bool>,
 }
+
+/// The schema is a reference to kube's `ObjectMeta` by kube's definition name: the API's
+/// OpenAPI documents put kube's own definition under that name (as kube-apiserver's documents
+/// reference it from custom resources); the body here is only a stand-in.
+impl schemars::JsonSchema for ObjectMeta {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        OBJECT_META_DEFINITION.into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "object" })
+    }
+}
+
+/// kube's OpenAPI definition name of `ObjectMeta`.
+pub const OBJECT_META_DEFINITION: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 impl ObjectMeta {
     /// Metadata with a name and namespace.

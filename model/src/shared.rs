@@ -11,7 +11,7 @@ use super::constants::UNRECOVERABLE_ERROR_CODES;
 ///
 /// All three Landscaper phase types share these values. Unknown strings are kept in `Other`
 /// so that parsing never fails on a phase this version does not know.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(from = "String", into = "String")]
 pub enum Phase {
     Init,
@@ -108,7 +108,7 @@ impl fmt::Display for Phase {
 ///
 /// Fields Go always writes (no `omitempty`) are plain strings here, so the shape written by
 /// controllers matches Landscaper's.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Error {
     #[serde(default)]
@@ -239,7 +239,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// Landscaper's `Condition`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
     #[serde(default)]
@@ -261,7 +261,9 @@ pub struct Condition {
 
 /// `{name, namespace}`. Both are required by Landscaper's validation; an empty value is
 /// treated as absent (`omitempty`-like) so a missing one surfaces as a validation error.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct ObjectReference {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
@@ -279,7 +281,9 @@ impl ObjectReference {
 }
 
 /// `{apiVersion, kind, name, namespace}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct TypedObjectReference {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -293,7 +297,9 @@ pub struct TypedObjectReference {
 }
 
 /// A key of a Secret in some namespace (`{name, namespace, key}`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct SecretReference {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
@@ -304,7 +310,9 @@ pub struct SecretReference {
 }
 
 /// A Secret in the object's own namespace; without `key` the whole Secret is meant.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct LocalSecretReference {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
@@ -313,7 +321,9 @@ pub struct LocalSecretReference {
 }
 
 /// A ConfigMap in the object's own namespace; without `key` the whole ConfigMap is meant.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct LocalConfigMapReference {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
@@ -322,14 +332,16 @@ pub struct LocalConfigMapReference {
 }
 
 /// Core `LocalObjectReference` (`{name}`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct LocalObjectReference {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
 }
 
 /// Points in time of the current job (`status.transitionTimes`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TransitionTimes {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -343,7 +355,7 @@ pub struct TransitionTimes {
 }
 
 /// `onDelete` of deploy items and their templates.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OnDeleteConfig {
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -7,7 +7,7 @@ use super::meta::ObjectMeta;
 use super::shared::{LocalSecretReference, some_value};
 
 /// Access information for an environment, e.g. a Kubernetes cluster.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Target {
     #[serde(default)]
@@ -21,7 +21,7 @@ pub struct Target {
 }
 
 /// `type` plus at most one of `config` and `secretRef`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetSpec {
     /// Target type, e.g. `landscaper.gardener.cloud/kubernetes-cluster`. Required.

@@ -15,7 +15,9 @@ pub const TRANSPORT_ARCHIVE_READY: &str = "Ready";
 /// `status.phase` of an archive that could not be read (`status.lastError` says why).
 pub const TRANSPORT_ARCHIVE_FAILED: &str = "Failed";
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// A transport archive (a common transport format of component versions) the appliance
+/// imported (an appliance kind).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TransportArchive {
     #[serde(default)]
@@ -30,14 +32,14 @@ pub struct TransportArchive {
     pub status: Option<TransportArchiveStatus>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TransportArchiveSpec {
     /// Path relative to the manifests folder, `/`-separated. Required.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TransportArchiveStatus {
     /// `Ready` or `Failed`.
@@ -65,7 +67,7 @@ pub struct TransportArchiveStatus {
 }
 
 /// One component version held by an archive.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArchivedComponentVersion {
     #[serde(default)]
     pub name: String,

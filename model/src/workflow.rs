@@ -26,7 +26,7 @@ pub const WORKFLOW_ANNOTATION: &str = "landscaper-appliance.io/workflow";
 
 /// The extension block. Every field is optional; an absent (or empty) block means Landscaper's
 /// behaviour exactly.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkflowExtension {
     /// Must hold before the dependent is reconciled; when false it is not created, or deleted
@@ -51,7 +51,7 @@ pub struct WorkflowExtension {
 }
 
 /// An activation condition: a CEL expression, or the built-in CRD check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ActivationCondition {
     Expression(String),
@@ -60,14 +60,16 @@ pub enum ActivationCondition {
 
 /// `{crdPresent: <plural>.<group>}`: active when that CustomResourceDefinition exists on the
 /// dependent's target cluster (JOSDK's `CRDPresentActivationCondition`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CrdPresent {
     pub crd_present: String,
 }
 
 /// What a failing dependent does to the rest of the workflow.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum FailurePolicy {
     /// Landscaper's behaviour: after the first failure nothing new is started; what runs drains.
     #[default]

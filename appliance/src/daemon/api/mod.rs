@@ -21,6 +21,7 @@
 //! - [`backup`]: the consistent store snapshot behind `landscaper-appliance backup`;
 //! - [`watch`]: the watch event stream;
 //! - [`table`]: `meta.k8s.io/v1` `Table` conversion;
+//! - [`openapi`]: `/openapi/v2` and `/openapi/v3` documents generated from the typed model;
 //! - [`negotiate`]: query parameters (selectors, watch options) and `Accept` negotiation;
 //! - [`status`]: errors as Kubernetes `Status` objects;
 //! - [`token`]: the bearer token that authorises writes and secret reads, and its file;
@@ -37,6 +38,7 @@ pub mod listen;
 pub mod namespaces;
 pub mod negotiate;
 pub mod objects;
+pub mod openapi;
 pub mod resources;
 pub mod status;
 pub mod table;
@@ -189,6 +191,9 @@ pub fn router(state: ApiState) -> Router {
             auth::SELF_SUBJECT_RULES_REVIEWS,
             post(auth::self_subject_rules_review),
         )
+        .route("/openapi/v2", get(openapi::v2))
+        .route("/openapi/v3", get(openapi::v3_index))
+        .route("/openapi/v3/{*path}", get(openapi::v3_document_handler))
         .route("/apis", get(discovery::groups))
         .route("/apis/{group}", get(discovery::group))
         .route(

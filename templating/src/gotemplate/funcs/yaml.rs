@@ -903,9 +903,63 @@ enum Y {
     Map(Vec<(Y, Y)>),
 }
 
-struct Loader<'a> {
-    events: Vec<(Event<'a>, granit_parser::Span)>,
-    pos: usize,
+/// The parser's events one at a time, comments dropped (yaml.v2 drops them; the parser reports
+/// them as events). Streaming matters: a chart's `fromYaml` of a megabyte CRD collected as a
+/// list was tens of megabytes of fresh memory, most of a big chart's render time.
+struct Events<'a> {
+    parser: Parser<'a, granit_parser::StrInput<'a>>,
+    peeked: Option<(Event<'a>, granit_parser::Span)>,
+}
+
+/// Why the first document could not be loaded: its syntax (the whole message) or its
+/// meaning (prefixed by the caller).
+enum LoadError {
+    Syntax(String),
+    Decode(String),
+}
+
+impl<'a> Events<'a> {
+    fn pull(&mut self) -> Result<Option<(Event<'a>, granit_parser::Span)>, LoadError> {
+        if let Some(e) = self.peeked.take() {
+            return Ok(Some(e));
+        }
+        loop {
+            match self.parser.next() {
+                None => return Ok(None),
+                Some(Ok((Event::Comment(..), _))) => {}
+                Some(Ok(e)) => return Ok(Some(e)),
+                Some(Err(e)) => {
+                    let msg = e.info().to_string();
+                    return Err(LoadError::Syntax(format!(
+                        "error converting YAML to JSON: {}",
+                        yaml_error(e.marker().line(), &msg)
+                    )));
+                }
+            }
+        }
+    }
+
+    fn peek(&mut self) -> Result<Option<&Event<'a>>, LoadError> {
+        if self.peeked.is_none() {
+            self.peeked = self.pull()?;
+        }
+        Ok(self.peeked.as_ref().map(|(e, _)| e))
+    }
+
+    /// Reads up to the end of the first document, so that a syntax error in it wins over a
+    /// decoding error, as in yaml.v2 (which parses the document before decoding it).
+    fn finish_document(&mut self) -> Result<(), LoadError> {
+        while let Some((e, _)) = self.pull()? {
+            if matches!(e, Event::DocumentEnd | Event::StreamEnd) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Loader<'e, 'a> {
+    events: &'e mut Events<'a>,
     /// Anchored values and their size in decoded nodes.
     anchors: BTreeMap<usize, (Y, u64)>,
     /// Nodes decoded, aliases' expansions included (yaml.v2's `decodeCount`).
@@ -931,15 +985,9 @@ fn yaml_error(line: usize, msg: &str) -> String {
     format!("yaml: line {line}: {msg}")
 }
 
-impl<'a> Loader<'a> {
-    fn next(&mut self) -> Option<&(Event<'a>, granit_parser::Span)> {
-        let e = self.events.get(self.pos);
-        self.pos += 1;
-        e
-    }
-
-    fn node(&mut self) -> Result<Y, String> {
-        let Some((ev, span)) = self.next().cloned() else {
+impl Loader<'_, '_> {
+    fn node(&mut self) -> Result<Y, LoadError> {
+        let Some((ev, span)) = self.events.pull()? else {
             return Ok(Y::Null);
         };
         let line = span.start.line();
@@ -948,7 +996,10 @@ impl<'a> Loader<'a> {
         match ev {
             Event::Alias(id) => {
                 let Some((y, size)) = self.anchors.get(&id) else {
-                    return Err(yaml_error(line, "unknown anchor referenced"));
+                    return Err(LoadError::Decode(yaml_error(
+                        line,
+                        "unknown anchor referenced",
+                    )));
                 };
                 // yaml.v2 decodes an alias' nodes again and stops a "billion laughs" document
                 // before it expands; so does this, before the copy.
@@ -959,12 +1010,14 @@ impl<'a> Loader<'a> {
                     && self.alias_count as f64 / self.decode_count as f64
                         > allowed_alias_ratio(self.decode_count)
                 {
-                    return Err("yaml: document contains excessive aliasing".to_string());
+                    return Err(LoadError::Decode(
+                        "yaml: document contains excessive aliasing".to_string(),
+                    ));
                 }
                 Ok(y.clone())
             }
             Event::Scalar(value, style, anchor, tag) => {
-                let y = scalar(&value, style, tag.as_deref(), line)?;
+                let y = scalar(&value, style, tag.as_deref(), line).map_err(LoadError::Decode)?;
                 if anchor != 0 {
                     self.anchors
                         .insert(anchor, (y.clone(), self.decode_count - start));
@@ -974,14 +1027,14 @@ impl<'a> Loader<'a> {
             Event::SequenceStart(_, anchor, _) => {
                 let mut items = Vec::new();
                 loop {
-                    if matches!(self.events.get(self.pos), Some((Event::SequenceEnd, _))) {
-                        self.pos += 1;
-                        break;
+                    match self.events.peek()? {
+                        Some(Event::SequenceEnd) => {
+                            self.events.pull()?;
+                            break;
+                        }
+                        None => break,
+                        Some(_) => items.push(self.node()?),
                     }
-                    if self.pos >= self.events.len() {
-                        break;
-                    }
-                    items.push(self.node()?);
                 }
                 let y = Y::Seq(items);
                 if anchor != 0 {
@@ -994,17 +1047,17 @@ impl<'a> Loader<'a> {
                 let mut entries: Vec<(Y, Y)> = Vec::new();
                 let mut merged: Vec<(Y, Y)> = Vec::new();
                 loop {
-                    if matches!(self.events.get(self.pos), Some((Event::MappingEnd, _))) {
-                        self.pos += 1;
-                        break;
-                    }
-                    if self.pos >= self.events.len() {
-                        break;
-                    }
-                    let is_merge = matches!(
-                        self.events.get(self.pos),
-                        Some((Event::Scalar(v, ScalarStyle::Plain, _, None), _)) if v == "<<"
-                    );
+                    let is_merge = match self.events.peek()? {
+                        Some(Event::MappingEnd) => {
+                            self.events.pull()?;
+                            break;
+                        }
+                        None => break,
+                        Some(e) => matches!(
+                            e,
+                            Event::Scalar(v, ScalarStyle::Plain, _, None) if v == "<<"
+                        ),
+                    };
                     let k = self.node()?;
                     let v = self.node()?;
                     if is_merge {
@@ -1015,19 +1068,19 @@ impl<'a> Loader<'a> {
                                     match m {
                                         Y::Map(m) => merged.extend(m),
                                         _ => {
-                                            return Err(yaml_error(
+                                            return Err(LoadError::Decode(yaml_error(
                                                 line,
                                                 "map merge requires map or sequence of maps as the value",
-                                            ));
+                                            )));
                                         }
                                     }
                                 }
                             }
                             _ => {
-                                return Err(yaml_error(
+                                return Err(LoadError::Decode(yaml_error(
                                     line,
                                     "map merge requires map or sequence of maps as the value",
-                                ));
+                                )));
                             }
                         }
                         continue;
@@ -1251,37 +1304,32 @@ fn check_json(y: &Y) -> Result<(), String> {
 
 /// The first document of `text` as yaml.v2 decodes it (`None`: empty).
 fn load(text: &str) -> Result<Option<Y>, String> {
-    // Room for about one event per four bytes (more than most documents need), so the list
-    // rarely grows: growing a list of big events step by step cost a tenth of a big chart's
-    // render, most of it copying and touching fresh memory.
-    let mut events = Vec::with_capacity(text.len() / 4 + 8);
-    for ev in Parser::new_from_str(text) {
-        match ev {
-            Ok((Event::DocumentEnd, span)) => {
-                events.push((Event::DocumentEnd, span));
-                break;
-            }
-            // yaml.v2 drops comments; the parser reports them as events.
-            Ok((Event::Comment(..), _)) => {}
-            Ok(e) => events.push(e),
-            Err(e) => {
-                let msg = e.info().to_string();
-                return Err(format!(
-                    "error converting YAML to JSON: {}",
-                    yaml_error(e.marker().line(), &msg)
-                ));
-            }
+    let mut events = Events {
+        parser: Parser::new_from_str(text),
+        peeked: None,
+    };
+    let found = load_from(&mut events);
+    match found {
+        Ok(y) => Ok(y),
+        Err(LoadError::Syntax(message)) => Err(message),
+        Err(LoadError::Decode(message)) => match events.finish_document() {
+            Err(LoadError::Syntax(syntax)) => Err(syntax),
+            _ => Err(format!("error converting YAML to JSON: {message}")),
+        },
+    }
+}
+
+fn load_from(events: &mut Events<'_>) -> Result<Option<Y>, LoadError> {
+    // Skip StreamStart up to the first DocumentStart.
+    loop {
+        match events.pull()? {
+            None | Some((Event::StreamEnd, _)) => return Ok(None),
+            Some((Event::DocumentStart(..), _)) => break,
+            Some(_) => {}
         }
     }
-    // Skip StreamStart/DocumentStart.
-    let start = events
-        .iter()
-        .position(|(e, _)| matches!(e, Event::DocumentStart(..)))
-        .map(|p| p + 1);
-    let Some(start) = start else {
-        return Ok(None);
-    };
-    if matches!(events.get(start), Some((Event::DocumentEnd, _)) | None) {
+    if matches!(events.peek()?, Some(Event::DocumentEnd) | None) {
+        events.finish_document()?;
         return Ok(None);
     }
     let mut loader = Loader {
@@ -1289,13 +1337,11 @@ fn load(text: &str) -> Result<Option<Y>, String> {
         decode_count: 1,
         alias_count: 0,
         events,
-        pos: start,
         anchors: BTreeMap::new(),
     };
-    loader
-        .node()
-        .map(Some)
-        .map_err(|e| format!("error converting YAML to JSON: {e}"))
+    let node = loader.node()?;
+    events.finish_document()?;
+    Ok(Some(node))
 }
 
 #[cfg(test)]
@@ -1429,5 +1475,25 @@ mod tests {
                 .starts_with("error converting YAML to JSON: yaml: line")
         );
         assert!(matches!(unmarshal("").unwrap(), Value::Nil));
+    }
+
+    #[test]
+    fn the_first_document_is_read_as_a_stream_and_its_syntax_errors_win() {
+        // A decoding error early and a syntax error later in the same document: yaml.v2 parses
+        // the document before decoding it, so the syntax error is reported.
+        let e = unmarshal("a:\n  <<: 1\nb: [\n").unwrap_err();
+        assert!(e.contains("line"), "{e}");
+        assert!(!e.contains("map merge"), "{e}");
+        // Alone, the decoding error is reported.
+        let e = unmarshal("a:\n  <<: 1\nb: 2\n").unwrap_err();
+        assert!(e.contains("map merge requires map"), "{e}");
+        // Comments are not values; later documents, even broken ones, are not read.
+        let v = unmarshal("# c\na: 1 # c\n---\nb: [\n").unwrap();
+        assert_eq!(v.to_json().unwrap(), json!({"a": 1.0}));
+        assert!(matches!(unmarshal("---\n...\n").unwrap(), Value::Nil));
+        assert!(matches!(
+            unmarshal("# only a comment\n").unwrap(),
+            Value::Nil
+        ));
     }
 }

@@ -68,7 +68,12 @@ pub fn archive_sink(
             })
             .unwrap_or(true);
         if changed {
-            tracing::info!(archives = ?archives, "transport archives in the manifests folder (see `get transportarchives`)");
+            let names = archives
+                .iter()
+                .map(|a| a.display().to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            tracing::info!(count = archives.len(), archives = %names, "transport archives in the manifests folder (see `get transportarchives`)");
         }
         recorder.record(&archives);
         components.set_archives(archives);

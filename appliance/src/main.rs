@@ -19,7 +19,12 @@ fn main() -> ExitCode {
         // `get … | head`: the reader left; that is not an error worth a message.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // One cause chain, each cause once (many errors quote their source already).
+            let causes = error.chain().map(ToString::to_string);
+            eprintln!(
+                "error: {}",
+                landscaper_store::model::errors::chain_of(causes)
+            );
             ExitCode::FAILURE
         }
     }

@@ -22,6 +22,7 @@ pub mod cron;
 pub mod dataobject;
 pub mod deployitem;
 pub mod duration;
+pub mod errors;
 pub mod execution;
 pub mod installation;
 pub mod kind;

@@ -174,11 +174,65 @@ impl Error {
     pub fn is_unrecoverable(&self) -> bool {
         UNRECOVERABLE_ERROR_CODES.iter().any(|c| self.has_code(c))
     }
+
+    /// Whether this `lastError` only says that the object waits (see [`is_waiting`]).
+    pub fn is_waiting(&self) -> bool {
+        is_waiting(&self.reason, self.codes.as_deref().unwrap_or_default())
+    }
 }
 
+/// The reasons Landscaper records in `lastError` while an object merely waits for others (its
+/// predecessors, the siblings importing its exports, its subobjects being deleted); the errors
+/// are `ERR_FOR_INFO_ONLY` and the object is looked at again.
+pub const WAITING_REASONS: [&str; 3] = [
+    "AllPredecessorsFinished",
+    "SiblingImport",
+    "PendingSubobjects",
+];
+
+/// Whether a `lastError` with this reason and these codes says only that the object waits, not
+/// that something failed: Landscaper marks waiting for unfinished subobjects with
+/// `ERR_UNFINISHED` (`JobIDFinished: execution … is not finished yet`, `some running items`),
+/// and records the other waits of [`WAITING_REASONS`]. Landscaper keeps these in
+/// `status.lastError` (so does the appliance: the JSON is Landscaper's); `describe`, the events,
+/// the logs and the status page present them as waiting rather than as errors.
+pub fn is_waiting(reason: &str, codes: &[String]) -> bool {
+    codes.iter().any(|c| c == super::constants::ERR_UNFINISHED) || WAITING_REASONS.contains(&reason)
+}
+
+/// [`is_waiting`] of a `status.lastError` as JSON (`false` for anything else).
+pub fn is_waiting_json(last_error: &serde_json::Value) -> bool {
+    let codes: Vec<String> = last_error
+        .get("codes")
+        .and_then(serde_json::Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter_map(|c| c.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    last_error
+        .get("message")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|m| !m.is_empty())
+        && is_waiting(
+            last_error
+                .get("reason")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default(),
+            &codes,
+        )
+}
+
+/// `operation: reason: message`; the reason is left out when it repeats the operation
+/// (`ImportsSatisfied: ImportsSatisfied: …`).
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}: {}", self.operation, self.reason, self.message)
+        if self.reason.is_empty() || self.reason == self.operation {
+            write!(f, "{}: {}", self.operation, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.operation, self.reason, self.message)
+        }
     }
 }
 

@@ -427,14 +427,9 @@ impl HyperTransport {
 }
 
 fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
+    landscaper_model::errors::chain_of(
+        std::iter::successors(Some(err), |e| e.source()).map(ToString::to_string),
+    )
 }
 
 #[cfg(test)]

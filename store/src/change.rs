@@ -64,6 +64,14 @@ pub struct HistoryEntry {
     /// A short human-readable note: the last error's message, or what happened to the object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The last error's reason (`status.lastError.reason`), when the message is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The last error only says that the object waits (`landscaper_model::shared::is_waiting`:
+    /// `JobIDFinished: execution … is not finished yet` and the like), so the entry is progress,
+    /// not a failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub waiting: bool,
     /// The object's `status.conditions` (type, status, message), so that events can tell
     /// their changes (the workflow conditions of issue 19).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -138,19 +146,25 @@ impl HistoryEntry {
             g => Some(g),
         };
         let phase = crate::object::phase(&change.object).map(str::to_string);
-        let message = if change.change_type == ChangeType::Modified
-            && crate::object::deletion_timestamp(&change.object).is_some()
-            && phase == change.previous_phase
-        {
-            Some("deletion requested".to_string())
-        } else {
-            change
-                .object
-                .get("status")
-                .and_then(|s| s.get("lastError"))
-                .and_then(|e| e.get("message"))
+        let last_error = change.object.pointer("/status/lastError");
+        let text = |field: &str| {
+            last_error
+                .and_then(|e| e.get(field))
                 .and_then(Value::as_str)
-                .map(|m| m.chars().take(500).collect())
+                .filter(|t| !t.is_empty())
+        };
+        let deletion_requested = change.change_type == ChangeType::Modified
+            && crate::object::deletion_timestamp(&change.object).is_some()
+            && phase == change.previous_phase;
+        let (message, reason, waiting) = if deletion_requested {
+            (Some("deletion requested".to_string()), None, false)
+        } else {
+            let message = text("message").map(|m| m.chars().take(500).collect::<String>());
+            let reason = text("reason")
+                .filter(|_| message.is_some())
+                .map(str::to_string);
+            let waiting = last_error.is_some_and(landscaper_model::shared::is_waiting_json);
+            (message, reason, waiting)
         };
         HistoryEntry {
             revision,
@@ -161,6 +175,8 @@ impl HistoryEntry {
             phase,
             previous_phase: change.previous_phase.clone(),
             message,
+            reason,
+            waiting,
             conditions: condition_notes(&change.object),
             taken_over: taken_over(&change.object),
         }

@@ -149,14 +149,14 @@ fn an_unreachable_cluster_is_retried_until_it_answers() {
         "the error says the cluster is not reachable: {message}"
     );
 
-    // Retries (every few seconds) keep the job and the phase. Landscaper sets
+    // Retries (after 5 s, then growing intervals) keep the job and the phase. Landscaper sets
     // lastReconcileTime only when a job starts and keeps an unchanged error's lastUpdateTime, so
-    // the attempts show in the log, one warning each.
+    // the attempts show in `status.lastErrors`, one entry each; the log has one warning for the
+    // repeated error (issue 21: once per change, not once per attempt).
     let attempts = |d: &Daemon| {
-        d.logs()
-            .lines()
-            .filter(|l| l.contains("GetApiResourceList") || l.contains("ensureTargetAccess"))
-            .count()
+        deploy_item(d)
+            .and_then(|di| di["status"]["lastErrors"].as_array().map(Vec::len))
+            .unwrap_or_default()
     };
     let before = attempts(&daemon);
     eventually(Duration::from_secs(30), "another attempt", || {
@@ -168,6 +168,17 @@ fn an_unreachable_cluster_is_retried_until_it_answers() {
         "{retried:#}"
     );
     assert_eq!(retried["status"]["jobID"], job.as_str());
+    let warnings = daemon
+        .logs()
+        .lines()
+        .filter(|l| l.contains(" WARN ") && l.contains("deployer call failed"))
+        .count();
+    assert_eq!(
+        warnings,
+        1,
+        "one warning for the repeated error:\n{}",
+        daemon.logs()
+    );
     assert!(
         !daemon.logs().contains("kube_client"),
         "kube's own connection errors are not repeated in the log"

@@ -10,6 +10,7 @@ use landscaper_store::model::constants::{
     ENCOMPASSED_BY_LABEL, EXECUTION_MANAGED_BY_LABEL, OPERATION_ANNOTATION, OPERATION_INTERRUPT,
     OPERATION_RECONCILE,
 };
+use landscaper_store::model::shared::is_waiting_json;
 use landscaper_store::{Kind, ObjectKey};
 use serde_json::{Value, json};
 
@@ -576,20 +577,23 @@ impl TableText {
         }
     }
 
-    /// The width of each column: its widest cell or header.
+    /// The width of each column: its widest cell (first line) or header.
     pub fn widths(&self) -> Vec<usize> {
         let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
         for row in &self.rows {
             for (i, cell) in row.iter().enumerate() {
                 if let Some(w) = widths.get_mut(i) {
-                    *w = (*w).max(cell.chars().count());
+                    *w = (*w).max(first_line(cell).chars().count());
                 }
             }
         }
         widths
     }
 
-    /// The header (when `headers`) and the rows, in columns three spaces apart.
+    /// The header (when `headers`) and the rows, in columns three spaces apart. A cell of
+    /// several lines (a template error with its code excerpt and `^` marker) keeps its first
+    /// line in the row; the other lines follow below the row, indented, so the excerpt keeps
+    /// its shape.
     pub fn write(&self, headers: bool, out: &mut impl Write) -> anyhow::Result<()> {
         let widths = self.widths();
         if headers {
@@ -597,15 +601,26 @@ impl TableText {
         }
         for row in &self.rows {
             writeln!(out, "{}", aligned(row, &widths))?;
+            for cell in row {
+                for rest in cell.trim_end().split('\n').skip(1) {
+                    writeln!(out, "{}", format!("{BLOCK_INDENT}{rest}").trim_end())?;
+                }
+            }
         }
         Ok(())
     }
 }
 
-/// One line of cells padded to `widths` (the last cell unpadded, trailing spaces trimmed).
+fn first_line(cell: &str) -> &str {
+    cell.split('\n').next().unwrap_or_default().trim_end()
+}
+
+/// One line of cells padded to `widths` (the last cell unpadded, trailing spaces trimmed),
+/// each cell's first line only.
 fn aligned(cells: &[String], widths: &[usize]) -> String {
     let mut s = String::new();
     for (i, cell) in cells.iter().enumerate() {
+        let cell = first_line(cell);
         if i + 1 == cells.len() {
             s.push_str(cell);
         } else {
@@ -700,6 +715,12 @@ fn cell_text(cell: &Value) -> String {
     }
 }
 
+/// The indent of the lines of a multi-line cell, printed below its row.
+const BLOCK_INDENT: &str = "    ";
+
+/// Writes aligned columns. A cell of several lines (a template error with its code excerpt and
+/// `^` marker) keeps its first line in the row; the other lines follow below the row as a block,
+/// indented, so the excerpt keeps its shape.
 fn write_columns(
     header: &[String],
     rows: &[Vec<String>],
@@ -782,11 +803,22 @@ pub fn describe(args: &DescribeArgs, out: &mut impl Write) -> anyhow::Result<()>
                     .map(|g| g.to_string())
                     .unwrap_or_default(),
                 phase,
-                e["message"].as_str().unwrap_or("").into(),
+                history_message(e),
             ]
         })
         .collect();
     write_columns(&header, &rows, out)
+}
+
+/// A history entry's message for people: a lastError that only says the object waits
+/// (`landscaper_model::shared::is_waiting`) is shown as `waiting: …`, not as an error.
+fn history_message(entry: &Value) -> String {
+    let message = entry["message"].as_str().unwrap_or_default();
+    if entry["waiting"].as_bool() == Some(true) && !message.is_empty() {
+        format!("waiting: {message}")
+    } else {
+        message.to_string()
+    }
 }
 
 /// The rows of `status.conditions` (Installations, Executions, DeployItems alike): type,
@@ -1158,11 +1190,16 @@ fn short(id: Option<&String>) -> &str {
 /// The tree as text: one line per object, indented like `tree`, with aligned columns.
 pub fn print_tree(root: &TreeNode, out: &mut impl Write) -> anyhow::Result<()> {
     fn rows(node: &TreeNode, prefix: &str, branch: &str, lines: &mut Vec<[String; 4]>) {
-        let error = node
+        let reason = node
             .last_error
             .as_ref()
             .and_then(|e| e["reason"].as_str().filter(|r| !r.is_empty()))
             .unwrap_or("");
+        // Landscaper records waiting in lastError too; it is no error.
+        let error = match &node.last_error {
+            Some(e) if !reason.is_empty() && is_waiting_json(e) => format!("waiting ({reason})"),
+            _ => reason.to_string(),
+        };
         lines.push([
             format!("{prefix}{branch}{}/{}", node.kind.as_str(), node.name),
             node.phase.clone().unwrap_or_else(|| "-".into()),
@@ -1171,7 +1208,7 @@ pub fn print_tree(root: &TreeNode, out: &mut impl Write) -> anyhow::Result<()> {
                 short(node.job_id.as_ref()),
                 short(node.job_id_finished.as_ref())
             ),
-            error.to_string(),
+            error,
         ]);
         let child_prefix = format!(
             "{prefix}{}",

@@ -237,7 +237,7 @@ async fn delete_one(client: &dyn ClusterClient, object: &ObjectRef, force: bool)
         Ok(Deletion::Accepted) => {}
         Err(e) if e.is_not_found() => return false,
         Err(e) => {
-            tracing::info!(object = %object, error = %e, "deletiongroups: error deleting resource");
+            tracing::warn!(object = %object, error = %e, "deletiongroups: error deleting resource");
             return true;
         }
     }

@@ -130,6 +130,10 @@ pub enum ClusterError {
     Unreachable(String),
 }
 
+/// How [`ClusterError::Unreachable`] starts in an error's text (the appliance retries such
+/// errors with growing intervals).
+pub const UNREACHABLE_PREFIX: &str = "cluster unreachable: ";
+
 impl ClusterError {
     pub fn is_not_found(&self) -> bool {
         matches!(

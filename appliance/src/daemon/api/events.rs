@@ -12,13 +12,16 @@
 //! | deletion                                    | `Deleted`           | `deleted`                       |
 //! | phase transition                            | the new phase       | `phase A -> B[: error]`         |
 //! | deletion requested, phase unchanged         | `DeletionRequested` | `deletion requested`            |
-//! | other change with an error, phase unchanged | `Error`             | the error                       |
+//! | other change with an error, phase unchanged | lastError's reason  | the error                       |
 //! | a file took over objects made by the API    | `TakenOver`         | `took over <Kind ns/name>, ...` |
 //!
 //! The error is the history entry's message (the object's `status.lastError.message`, at most
-//! 500 characters). `type` is `Warning` for the phases `Failed` and `DeleteFailed`, for `Error`
-//! events and for events that carry an error (unless the new phase is `Succeeded`), else
-//! `Normal`. As kube-apiserver's event recorder does, repeats are aggregated: a `DeletionRequested`
+//! 500 characters); the reason of an error event is the lastError's reason, as Landscaper's
+//! event recorder uses it (`Error` for history written before reasons were kept). `type` is
+//! `Warning` for the phases `Failed` and `DeleteFailed` and for events that carry an error
+//! (unless the new phase is `Succeeded`), else `Normal`. A lastError that only says the object
+//! waits (`JobIDFinished: execution … is not finished yet`, `landscaper_model::shared::is_waiting`)
+//! is no warning: Landscaper records it as a Warning event, but it is normal progress. As kube-apiserver's event recorder does, repeats are aggregated: a `DeletionRequested`
 //! or `Error` event that the object's next history entry repeats (same reason and message) is
 //! counted up (`count`, `lastTimestamp`, `resourceVersion`) instead of listed again.
 //!
@@ -226,7 +229,10 @@ fn draft(entry: &HistoryEntry, conditions_changed: &[&ConditionNote]) -> Option<
         Some(e) => format!("{text}: {e}"),
         None => text,
     };
-    let warning = is_failure(phase) || (error.is_some() && phase != Some("Succeeded"));
+    // Landscaper records waiting (`JobIDFinished: … is not finished yet`) in lastError too; that
+    // is progress, not a warning.
+    let warning =
+        is_failure(phase) || (error.is_some() && !entry.waiting && phase != Some("Succeeded"));
     let draft = |reason: &str, message: String, warning: bool, aggregatable: bool| Draft {
         reason: reason.to_string(),
         message,
@@ -271,8 +277,14 @@ fn draft(entry: &HistoryEntry, conditions_changed: &[&ConditionNote]) -> Option<
         ChangeType::Modified if !conditions_changed.is_empty() => {
             condition_draft(conditions_changed)?
         }
+        // As Landscaper's recorder: the lastError's reason and message; `Normal` while waiting.
         ChangeType::Modified => match (error, entry.message.as_deref()) {
-            (Some(e), _) => draft("Error", e.to_string(), true, true),
+            (Some(e), _) => draft(
+                entry.reason.as_deref().unwrap_or("Error"),
+                e.to_string(),
+                !entry.waiting,
+                true,
+            ),
             (None, Some(DELETION_REQUESTED)) => draft(
                 "DeletionRequested",
                 DELETION_REQUESTED.to_string(),
@@ -705,6 +717,8 @@ mod tests {
             previous_phase: phases.0.map(str::to_string),
             phase: phases.1.map(str::to_string),
             message: message.map(str::to_string),
+            reason: None,
+            waiting: false,
             conditions: Vec::new(),
             taken_over: None,
         }
@@ -1133,6 +1147,64 @@ mod tests {
             "2024-05-01T10:00:11Z"
         );
         assert_eq!(counted["involvedObject"]["kind"], "DeployItem");
+    }
+
+    #[test]
+    fn waiting_is_normal_and_errors_carry_landscapers_reason() {
+        let a = inst("a");
+        let with = |mut e: HistoryEntry, reason: &str, waiting: bool| {
+            e.reason = Some(reason.to_string());
+            e.waiting = waiting;
+            e
+        };
+        let history = [
+            with(
+                entry(
+                    20,
+                    &a,
+                    ChangeType::Modified,
+                    (Some("CleanupOrphaned"), Some("Progressing")),
+                    Some("execution e2e / a is not finished yet"),
+                ),
+                "JobIDFinished",
+                true,
+            ),
+            with(
+                entry(
+                    21,
+                    &a,
+                    ChangeType::Modified,
+                    (Some("Progressing"), Some("Progressing")),
+                    Some("installation e2e / b is not finished yet"),
+                ),
+                "JobIDFinished",
+                true,
+            ),
+            with(
+                entry(
+                    22,
+                    &a,
+                    ChangeType::Modified,
+                    (Some("Progressing"), Some("Progressing")),
+                    Some("import \"x\": DataObject \"x\" not found"),
+                ),
+                "ImportsSatisfied",
+                false,
+            ),
+        ];
+        let events = derive(&history);
+        let summary: Vec<(&str, &str)> = events
+            .iter()
+            .map(|e| (e["reason"].as_str().unwrap(), e["type"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("Progressing", "Normal"),
+                ("JobIDFinished", "Normal"),
+                ("ImportsSatisfied", "Warning"),
+            ]
+        );
     }
 
     #[test]

@@ -209,7 +209,12 @@ pub fn router(state: ApiState) -> Router {
             any(objects::group_resource),
         )
         .fallback(status::fallback)
-        .layer(tower_http::trace::TraceLayer::new_for_http())
+        // A 5xx answer is logged at WARN (a `/readyz` 503 before the first scan is normal; a
+        // store that cannot write says so in its own ERROR line).
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http()
+                .on_failure(tower_http::trace::DefaultOnFailure::new().level(tracing::Level::WARN)),
+        )
         .with_state(state)
 }
 

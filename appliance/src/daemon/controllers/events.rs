@@ -50,6 +50,73 @@ pub fn keys_for_change(change: &Change) -> Vec<ObjectKey> {
     keys
 }
 
+/// How a job ended, when `change` ends one: an Installation, Execution or DeployItem entering
+/// `Succeeded`, `Failed` or `DeleteFailed`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobOutcome {
+    /// `Installation`, `Execution`, `DeployItem`.
+    pub what: &'static str,
+    /// `namespace/name`.
+    pub object: String,
+    pub phase: String,
+    /// The last error's reason and first line, for failures.
+    pub reason: Option<String>,
+    pub error: Option<String>,
+}
+
+pub fn job_outcome(change: &Change) -> Option<JobOutcome> {
+    let what = match change.key.kind {
+        Kind::Installation | Kind::Execution | Kind::DeployItem => change.key.kind.as_str(),
+        _ => return None,
+    };
+    if change.change_type == ChangeType::Deleted {
+        return None;
+    }
+    let phase = object::phase(&change.object)?;
+    if !matches!(phase, "Succeeded" | "Failed" | "DeleteFailed")
+        || change.previous_phase.as_deref() == Some(phase)
+    {
+        return None;
+    }
+    let failed = phase != "Succeeded";
+    let text = |field: &str| {
+        change
+            .object
+            .pointer(&format!("/status/lastError/{field}"))
+            .and_then(Value::as_str)
+            .filter(|t| failed && !t.is_empty())
+            .map(|t| t.lines().next().unwrap_or_default().to_string())
+    };
+    Some(JobOutcome {
+        what,
+        object: format!("{}/{}", change.key.namespace, change.key.name),
+        phase: phase.to_string(),
+        reason: text("reason"),
+        error: text("message"),
+    })
+}
+
+/// Logs a finished job: successes at INFO, failures at WARN, with stable keys (`kind`,
+/// `object`, `phase`, `reason`, `error`; a multi-line error is logged by its first line, the
+/// rest is in `describe`).
+fn log_job_outcome(change: &Change) {
+    let Some(o) = job_outcome(change) else {
+        return;
+    };
+    if o.phase == "Succeeded" {
+        tracing::info!(kind = %o.what, object = %o.object, phase = %o.phase, "job succeeded");
+    } else {
+        tracing::warn!(
+            kind = %o.what,
+            object = %o.object,
+            phase = %o.phase,
+            reason = %o.reason.as_deref().unwrap_or("-"),
+            error = ?o.error.as_deref().unwrap_or_default(),
+            "job failed"
+        );
+    }
+}
+
 /// The siblings connected to a removed installation by data flow: its predecessors may wait
 /// in `InitDelete` for it to go, its successors wait on its exports.
 pub fn flow_neighbours(store: &Store, object: &Value) -> Vec<ObjectKey> {
@@ -205,6 +272,7 @@ pub async fn feed(store: Store, queues: Queues, resync: Duration, cancel: Cancel
             received = changes.recv() => match received {
                 Ok(set) => {
                     for change in &set.changes {
+                        log_job_outcome(change);
                         for key in keys_for_change(change) {
                             enqueue(&queues, key);
                         }
@@ -250,6 +318,44 @@ mod tests {
             object,
             previous_phase: None,
         }
+    }
+
+    #[test]
+    fn finished_jobs_are_outcomes_with_the_first_line_of_their_error() {
+        let mut failed = change(
+            Kind::Installation,
+            json!({"metadata": {"name": "a", "namespace": "ns"}, "status": {"phase": "Failed",
+                "lastError": {"operation": "Op", "reason": "ReconcileExecution",
+                    "message": "template: x:7:20: nil pointer\n7: {{ .x }}\n   ^"}}}),
+        );
+        failed.previous_phase = Some("Init".into());
+        assert_eq!(
+            job_outcome(&failed),
+            Some(JobOutcome {
+                what: "Installation",
+                object: "ns/a".into(),
+                phase: "Failed".into(),
+                reason: Some("ReconcileExecution".into()),
+                error: Some("template: x:7:20: nil pointer".into()),
+            })
+        );
+        let mut ok = change(
+            Kind::DeployItem,
+            json!({"metadata": {"name": "d", "namespace": "ns"}, "status": {"phase": "Succeeded",
+                "lastError": {"reason": "stale", "message": "m"}}}),
+        );
+        ok.previous_phase = Some("Progressing".into());
+        let outcome = job_outcome(&ok).expect("a finished job");
+        assert_eq!((outcome.what, outcome.reason), ("DeployItem", None));
+        // No transition, no outcome: a rewrite of a failed object is not logged again.
+        failed.previous_phase = Some("Failed".into());
+        assert_eq!(job_outcome(&failed), None);
+        let mut waiting = change(
+            Kind::Execution,
+            json!({"metadata": {"name": "e", "namespace": "ns"}, "status": {"phase": "Progressing"}}),
+        );
+        waiting.previous_phase = Some("Init".into());
+        assert_eq!(job_outcome(&waiting), None);
     }
 
     #[test]

@@ -370,7 +370,11 @@ struct HistoryRow {
     tone: &'static str,
     previous_phase: Option<String>,
     previous_tone: &'static str,
+    /// The message's first line; the rest (a code excerpt) is `block`.
     message: Option<String>,
+    block: Option<String>,
+    /// The message only says the object waits (not an error).
+    waiting: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -456,7 +460,9 @@ fn history_of(store: &Store, node: &InstallationNode) -> Result<Vec<HistoryRow>,
                 previous_tone: view::tone(h.previous_phase.as_deref().unwrap_or_default()),
                 phase: h.phase.clone(),
                 previous_phase: h.previous_phase.clone(),
-                message: h.message.clone(),
+                message: h.message.as_deref().map(|m| view::split_block(m).0),
+                block: h.message.as_deref().and_then(|m| view::split_block(m).1),
+                waiting: h.waiting,
             });
         }
     }

@@ -40,7 +40,14 @@ pub struct Row {
     pub job_id: String,
     /// Whether `jobID` differs from `jobIDFinished`.
     pub running: bool,
+    /// The last error's first line (`reason: message`).
     pub last_error: Option<String>,
+    /// The rest of a multi-line last error (a template's code excerpt with its `^` marker),
+    /// shown as a preformatted block.
+    pub last_error_block: Option<String>,
+    /// The last error only says the object waits (`JobIDFinished: … is not finished yet`):
+    /// shown as waiting, not as an error.
+    pub waiting: bool,
     /// `status.phaseTransitionTime` or `lastReconcileTime`, else creation time.
     pub since: String,
     /// Deploy items: `spec.type`.
@@ -217,6 +224,16 @@ pub fn tone(phase: &str) -> &'static str {
     }
 }
 
+/// A message's first line and the rest, when there is more (a template error's code excerpt
+/// with its `^` marker), to be shown as a block that keeps its lines and columns.
+pub fn split_block(message: &str) -> (String, Option<String>) {
+    let message = message.trim_end();
+    match message.split_once('\n') {
+        Some((line, rest)) => (line.to_string(), Some(rest.to_string())),
+        None => (message.to_string(), None),
+    }
+}
+
 pub fn row(kind: &'static str, o: &Value) -> Row {
     let status = &o["status"];
     let phase = str_at(status, "/phase");
@@ -231,6 +248,16 @@ pub fn row(kind: &'static str, o: &Value) -> Row {
             format!("{reason}: {message}")
         }
     });
+    let (last_error, last_error_block) = match last_error {
+        Some(text) => {
+            let (line, block) = split_block(&text);
+            (Some(line), block)
+        }
+        None => (None, None),
+    };
+    let waiting = status
+        .get("lastError")
+        .is_some_and(landscaper_store::model::shared::is_waiting_json);
     let since = [
         "/phaseTransitionTime",
         "/lastReconcileTime",
@@ -255,6 +282,8 @@ pub fn row(kind: &'static str, o: &Value) -> Row {
         job_id,
         running,
         last_error,
+        last_error_block,
+        waiting,
         since,
         detail: (kind == "DeployItem")
             .then(|| str_at(o, "/spec/type").to_string())
@@ -641,6 +670,34 @@ fn running_jobs(tree: &[InstallationNode]) -> Vec<RunningJob> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn multi_line_errors_keep_their_block_and_waiting_is_no_error() {
+        let failed = row(
+            "Installation",
+            &json!({"metadata": {"name": "a", "namespace": "n"}, "status": {"phase": "Failed",
+                "lastError": {"operation": "Op", "reason": "ReconcileExecution",
+                    "message": "template: x:7:20: nil pointer\n7:   x: {{ .a }}\n         ^\n"}}}),
+        );
+        assert_eq!(
+            failed.last_error.as_deref(),
+            Some("ReconcileExecution: template: x:7:20: nil pointer")
+        );
+        assert_eq!(
+            failed.last_error_block.as_deref(),
+            Some("7:   x: {{ .a }}\n         ^")
+        );
+        assert!(!failed.waiting);
+        let waiting = row(
+            "Installation",
+            &json!({"metadata": {"name": "b", "namespace": "n"}, "status": {"phase": "Progressing",
+                "lastError": {"operation": "handlePhaseProgressing", "reason": "JobIDFinished",
+                    "message": "execution n / b is not finished yet",
+                    "codes": ["ERR_UNFINISHED", "ERR_FOR_INFO_ONLY", "ERR_NO_RETRY"]}}}),
+        );
+        assert!(waiting.waiting);
+        assert_eq!(waiting.last_error_block, None);
+    }
 
     fn inst(name: &str, parent: Option<&str>, phase: &str, job: &str, finished: &str) -> Value {
         let mut labels = serde_json::Map::new();

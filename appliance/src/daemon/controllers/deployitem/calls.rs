@@ -250,7 +250,7 @@ async fn run(picked: DeployItem, request: Request) -> Outcome {
         Ok(outcome) => outcome,
         Err(_) => {
             let error = contract::progressing_timeout_error(&picked, progress.get());
-            tracing::info!(item = %format!("{}/{}", picked.metadata.namespace(), picked.metadata.name()), %error, "deployer call reached the deadline");
+            tracing::warn!(item = %format!("{}/{}", picked.metadata.namespace(), picked.metadata.name()), checkpoint = ?progress.get().unwrap_or_default(), "deployer call reached the progressing deadline");
             Ok(if request.delete {
                 Answer::Delete(Err(error))
             } else {

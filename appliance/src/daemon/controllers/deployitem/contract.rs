@@ -486,6 +486,26 @@ pub fn progressing_timeout_with_cause(item: &DeployItem, last: Option<&StatusErr
     error
 }
 
+/// A progressing timeout that cut a deployer call off (`timeout at: "…"`) names the cause the
+/// item was failing with before, as [`progressing_timeout_with_cause`] does for a timeout seen
+/// between calls: the last error of the job (`lastError`, else the newest of `lastErrors`) that
+/// is not itself a timeout.
+pub fn with_timeout_cause(mut error: LsError, status: &DeployItemStatus) -> LsError {
+    const CAUSE: &str = "; last error: ";
+    if error.reason != PROGRESSING_TIMEOUT_REASON || error.message.contains(CAUSE) {
+        return error;
+    }
+    let cause = status
+        .last_error
+        .iter()
+        .chain(status.last_errors.iter().flatten().rev())
+        .find(|e| e.reason != PROGRESSING_TIMEOUT_REASON && !e.message.is_empty());
+    if let Some(cause) = cause {
+        error.message = format!("{}{CAUSE}{}", error.message, cause.message);
+    }
+    error
+}
+
 fn progressing_timeout(input: &Input<'_>, status: DeployItemStatus, now: &str) -> Decision {
     let error = progressing_timeout_with_cause(input.item, status.last_error.as_ref());
     fail_with(input, status, &error, Conclusion::ProgressingTimeout, now)
@@ -653,7 +673,10 @@ pub fn apply_reconcile_result(
             }
             handle_reconcile_result(status, None, deleting, &now_text)
         }
-        Err(e) => handle_reconcile_result(status, Some(&e), deleting, &now_text),
+        Err(e) => {
+            let e = with_timeout_cause(e, &status);
+            handle_reconcile_result(status, Some(&e), deleting, &now_text)
+        }
     };
     let requeue_after = requeue_after(item, &status, now, timeouts);
     ReconcileStep {
@@ -724,7 +747,10 @@ pub fn apply_delete_result(
             status.phase = Some(Phase::Deleting);
             handle_reconcile_result(status, None, true, &now_text)
         }
-        Err(e) => handle_reconcile_result(status, Some(&e), true, &now_text),
+        Err(e) => {
+            let e = with_timeout_cause(e, &status);
+            handle_reconcile_result(status, Some(&e), true, &now_text)
+        }
     };
     let requeue_after = requeue_after(item, &status, now, timeouts);
     DeleteStep::Keep {

@@ -1240,3 +1240,39 @@ fn the_mock_deployer_records_deploy_item_validation_as_landscaper_does() {
     );
     assert_eq!(validation(&step.status), None);
 }
+
+#[test]
+fn a_timeout_that_cut_a_call_off_names_the_cause_the_item_failed_with() {
+    let item = triggered("landscaper.gardener.cloud/kubernetes-manifest");
+    let unreachable = LsError::new(
+        "GetApiResource",
+        "GetApiResourceList",
+        "cluster unreachable: client error (Connect)",
+    );
+    let mut status = DeployItemStatus::default();
+    set_last_error(&mut status, updated_error(None, Some(&unreachable), &at(0)));
+    let timeout = progressing_timeout_error(&item, Some("manifest deployer: apply manifests"));
+    let step = apply_reconcile_result(
+        &item,
+        status.clone(),
+        Err(timeout.clone()),
+        now(),
+        timeouts(),
+    );
+    let error = step.status.last_error.expect("the timeout is recorded");
+    assert_eq!(
+        error.message,
+        "timeout at: \"manifest deployer: apply manifests\"; last error: cluster unreachable: client error (Connect)"
+    );
+    // Only lastErrors knows the cause (lastError was cleared by a later success of the job).
+    status.last_error = None;
+    let again = with_timeout_cause(timeout.clone(), &status);
+    assert!(
+        again
+            .message
+            .ends_with("last error: cluster unreachable: client error (Connect)")
+    );
+    // Nothing to name: the message stays Landscaper's.
+    let plain = with_timeout_cause(timeout.clone(), &DeployItemStatus::default());
+    assert_eq!(plain.message, timeout.message);
+}

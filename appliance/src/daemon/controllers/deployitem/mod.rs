@@ -32,6 +32,7 @@
 pub mod calls;
 pub mod contract;
 pub mod export;
+pub mod retries;
 pub mod target;
 
 use std::sync::Arc;
@@ -64,6 +65,8 @@ pub struct DeployItemReconciler {
     started: i64,
     /// The deployer calls still running, by item.
     calls: Calls,
+    /// Failing calls: backoff for unreachable clusters and what was logged.
+    retries: retries::Retries,
 }
 
 impl DeployItemReconciler {
@@ -73,6 +76,7 @@ impl DeployItemReconciler {
             context,
             started,
             calls: Calls::default(),
+            retries: retries::Retries::default(),
         }
     }
 
@@ -308,6 +312,12 @@ impl DeployItemReconciler {
         status: DeployItemStatus,
         delete: bool,
     ) -> Result<Outcome, ReconcileError> {
+        let job = retry_job(&status, delete);
+        if let Some(left) = self.retries.wait_left(key, &job, std::time::Instant::now()) {
+            // The cluster was unreachable: the next attempt waits for its interval even when
+            // the item's own status write woke it.
+            return Ok(Outcome::RequeueAfter(left));
+        }
         let mut picked = item.clone();
         picked.status = Some(status.clone());
         let secondary = {
@@ -361,11 +371,29 @@ impl DeployItemReconciler {
             status,
         } = started;
         let now = self.context.clock.now();
+        let key = ObjectKey::new(
+            Kind::DeployItem,
+            item.metadata.namespace(),
+            item.metadata.name(),
+        );
+        let delete = matches!(answer, Answer::Delete(_));
+        let job = retry_job(&status, delete);
+        let (_, time_left) = calls::deadline(&picked, &status, now, self.timeouts());
+        let error = match &answer {
+            Answer::Reconcile(Err(e)) | Answer::Delete(Err(e)) => Some(e.clone()),
+            _ => None,
+        };
+        let backoff = self.log_attempt(&key, &job, delete, error.as_ref());
+        let requeue = |requeue_after: Option<std::time::Duration>| match (requeue_after, backoff) {
+            (Some(after), Some(backoff)) => Some(
+                after
+                    .max(backoff.min(time_left))
+                    .max(std::time::Duration::from_millis(1)),
+            ),
+            (after, _) => after,
+        };
         match answer {
             Answer::Reconcile(result) => {
-                if let Err(e) = &result {
-                    tracing::info!(item = %key_of(&item), error = %e, "deployer reconcile failed");
-                }
                 let step =
                     contract::apply_reconcile_result(&picked, status, result, now, self.timeouts());
                 let mut tx = Self::item_write(&raw, &step.status, &plan, Transaction::new());
@@ -383,12 +411,9 @@ impl DeployItemReconciler {
                     }
                 }
                 self.commit(tx).await?;
-                Ok(outcome(step.requeue_after))
+                Ok(outcome(requeue(step.requeue_after)))
             }
             Answer::Delete(result) => {
-                if let Err(e) = &result {
-                    tracing::info!(item = %key_of(&item), error = %e, "deployer delete failed");
-                }
                 match contract::apply_delete_result(&picked, status, result, now, self.timeouts()) {
                     DeleteStep::Remove => {
                         let tx = self.removal(&raw, &item, &plan)?;
@@ -401,20 +426,58 @@ impl DeployItemReconciler {
                     } => {
                         let tx = Self::item_write(&raw, &status, &plan, Transaction::new());
                         self.commit(tx).await?;
-                        Ok(outcome(requeue_after))
+                        Ok(outcome(requeue(requeue_after)))
                     }
                 }
             }
         }
     }
+
+    /// Logs a deployer call's result once per change of state (WARN when the item starts
+    /// failing or fails differently, DEBUG for repeats, INFO when it recovers); the backoff of
+    /// an unreachable cluster.
+    fn log_attempt(
+        &self,
+        key: &ObjectKey,
+        job: &str,
+        delete: bool,
+        error: Option<&landscaper_store::model::Error>,
+    ) -> Option<std::time::Duration> {
+        let call = if delete { "delete" } else { "reconcile" };
+        let item = format!("{}/{}", key.namespace, key.name);
+        let Some(e) = error else {
+            if self.retries.succeeded(key) {
+                tracing::info!(%item, call = %call, "deployer call succeeded again");
+            }
+            return None;
+        };
+        let failure = self
+            .retries
+            .failed(key, job, &e.to_string(), std::time::Instant::now());
+        let retry_in = failure
+            .retry_after
+            .map(|d| format!("{}s", d.as_secs()))
+            .unwrap_or_else(|| "5s".into());
+        if failure.changed {
+            tracing::warn!(%item, call = %call, reason = %e.reason, error = ?e.message, attempt = failure.attempts, %retry_in, "deployer call failed");
+        } else {
+            tracing::debug!(%item, call = %call, reason = %e.reason, attempt = failure.attempts, %retry_in, "deployer call failed again");
+        }
+        failure.retry_after
+    }
+}
+
+/// The job a deployer call belongs to, for [`retries::Retries`].
+fn retry_job(status: &DeployItemStatus, delete: bool) -> String {
+    format!(
+        "{}/{}",
+        status.job_id.as_deref().unwrap_or_default(),
+        if delete { "delete" } else { "reconcile" }
+    )
 }
 
 fn outcome(requeue_after: Option<std::time::Duration>) -> Outcome {
     requeue_after.map_or(Outcome::Done, Outcome::RequeueAfter)
-}
-
-fn key_of(item: &DeployItem) -> String {
-    format!("{}/{}", item.metadata.namespace(), item.metadata.name())
 }
 
 impl Reconciler for DeployItemReconciler {
@@ -503,7 +566,8 @@ impl Reconciler for DeployItemReconciler {
                 requeue_after,
             } => {
                 if let Some(e) = &status.last_error {
-                    tracing::info!(%key, ?conclusion, phase = ?status.phase, reason = %e.reason, message = %e.message, "deploy item concluded");
+                    let phase = status.phase.as_ref().map(|p| p.as_str()).unwrap_or("-");
+                    tracing::debug!(%key, conclusion = ?conclusion, phase = %phase, reason = %e.reason, error = ?e.message, "deploy item concluded");
                 }
                 let tx = Self::item_write(&raw, &status, &plan, Transaction::new());
                 self.commit(tx).await?;

@@ -1045,7 +1045,6 @@ fn on_error(
             } else {
                 Phase::Failed
             };
-            tracing::info!(installation = %format!("{}/{}", namespace(inst), name(inst)), error = %e, "installation failed");
             finish(value, inst, status, failed, Some(&e), writes, view, now)
         }
     }

@@ -1137,9 +1137,9 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("class=\"phase bad\""));
-        // A multi-line error keeps its lines in a block.
+        // A multi-line error keeps its first line in the text and the excerpt as a block.
         assert!(
-            out.contains("<pre class=\"error-block\">TemplateError: line 3:\n"),
+            out.contains("last error: TemplateError: line 3:<pre class=\"excerpt\">  {{ .x }\n      ^ unexpected</pre>"),
             "{out}"
         );
         assert!(out.contains("Failures at their root cause (2)"), "{out}");

@@ -249,3 +249,23 @@ impl Drop for Daemon {
         }
     }
 }
+
+/// A Target of a cluster that does not exist (`edge.invalid`): for tests that need a Target
+/// object but never reach its cluster.
+pub const PLACEHOLDER_TARGET: &str = r#"
+apiVersion: landscaper.gardener.cloud/v1alpha1
+kind: Target
+metadata:
+  name: edge
+  namespace: e2e
+spec:
+  type: landscaper.gardener.cloud/kubernetes-cluster
+  config:
+    kubeconfig: |
+      apiVersion: v1
+      kind: Config
+      clusters: [{name: c, cluster: {server: "https://edge.invalid:6443"}}]
+      contexts: [{name: c, context: {cluster: c, user: u}}]
+      current-context: c
+      users: [{name: u, user: {token: t}}]
+"#;

@@ -128,22 +128,7 @@ fn local_errors_print_each_cause_once() {
     snapshot("local_errors", &all);
 }
 
-const TARGET: &str = r#"apiVersion: landscaper.gardener.cloud/v1alpha1
-kind: Target
-metadata:
-  name: edge
-  namespace: e2e
-spec:
-  type: landscaper.gardener.cloud/kubernetes-cluster
-  config:
-    kubeconfig: |
-      apiVersion: v1
-      kind: Config
-      clusters: [{name: c, cluster: {server: "https://edge.invalid:6443"}}]
-      contexts: [{name: c, context: {cluster: c, user: u}}]
-      current-context: c
-      users: [{name: u, user: {token: t}}]
-"#;
+use landscaper_e2e::PLACEHOLDER_TARGET as TARGET;
 
 fn installation(name: &str, imports: &str, blueprint_imports: &str, template: &str) -> String {
     let template: String = template

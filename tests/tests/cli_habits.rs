@@ -12,23 +12,7 @@ use std::time::{Duration, Instant};
 use landscaper_e2e::{Daemon, binary, eventually, free_port};
 use serde_json::Value;
 
-const TARGET: &str = r#"
-apiVersion: landscaper.gardener.cloud/v1alpha1
-kind: Target
-metadata:
-  name: edge
-  namespace: e2e
-spec:
-  type: landscaper.gardener.cloud/kubernetes-cluster
-  config:
-    kubeconfig: |
-      apiVersion: v1
-      kind: Config
-      clusters: [{name: c, cluster: {server: "https://edge.invalid:6443"}}]
-      contexts: [{name: c, context: {cluster: c, user: u}}]
-      current-context: c
-      users: [{name: u, user: {token: t}}]
-"#;
+use landscaper_e2e::PLACEHOLDER_TARGET as TARGET;
 
 /// An Installation with an inline blueprint and one mock deploy item; `import` names a
 /// DataObject it imports (one that does not exist makes it fail).

@@ -1416,6 +1416,32 @@ pub fn import_object_keys(objects: &[Value]) -> Vec<ObjectKey> {
         .collect()
 }
 
+/// The condition Landscaper sets False when templating failed in `Init`: `ValidateImports`
+/// for the import executions (their validation errors as the message),
+/// `ReconcileExecution` for the deploy executions.
+fn record_templating_failure(e: &PhaseError, status: &mut InstallationStatus, now: &str) {
+    let error = e.error();
+    let (condition, message) = match error.reason.as_str() {
+        "RenderImportExecutions" => (
+            CONDITION_VALIDATE_IMPORTS,
+            error
+                .message
+                .strip_prefix("import validation failed: ")
+                .unwrap_or(MESSAGE_TEMPLATING_FAILED),
+        ),
+        CONDITION_RECONCILE_EXECUTION => (CONDITION_RECONCILE_EXECUTION, MESSAGE_TEMPLATING_FAILED),
+        _ => return,
+    };
+    set_own_condition(
+        status,
+        condition,
+        CONDITION_FALSE,
+        REASON_TEMPLATING_FAILED,
+        message,
+        now,
+    );
+}
+
 /// `Init`: blueprint, predecessors, imports and their hash, import objects, subobjects.
 fn phase_init(
     value: &Value,
@@ -1460,9 +1486,11 @@ fn phase_init(
     };
     // (d), (e) imports; the templates (import executions and mappings, deploy and
     // subinstallation executions) of (e), (g) and (h).
-    let values = field(&iv.values, "import values")?;
+    let values = field(&iv.values, "import values")
+        .inspect_err(|e| record_templating_failure(e, error_status, now))?;
     let hash = imports_hash(values);
-    let (bindings, rendered) = field(&iv.rendered, "rendered templates")?;
+    let (bindings, rendered) = field(&iv.rendered, "rendered templates")
+        .inspect_err(|e| record_templating_failure(e, error_status, now))?;
     // (f) imports into the own scope (marked when they may hold Secret values).
     let from_secret = *field(&iv.from_secret, "from-secret mark")?;
     let current = field(&iv.current, "import objects")?;

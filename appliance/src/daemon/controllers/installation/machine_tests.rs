@@ -904,6 +904,42 @@ mod steps {
                 NOW.to_string(),
             ))
         );
+        // Templating the deploy executions failed: False, TemplatingFailed.
+        let mut view = init_view(vec![item("di")], Children::default());
+        view.init.as_mut().unwrap().rendered = Some(Err(PhaseError::Fatal(LsError::new(
+            "CreateImportsAndSubobjects",
+            "ReconcileExecution",
+            "template: execution:1: unexpected EOF",
+        ))));
+        let st = written_status(&run(&again, &view), "a");
+        assert_eq!(
+            condition_of(&st, "ReconcileExecution"),
+            Some((
+                "False".to_string(),
+                "TemplatingFailed".to_string(),
+                "Unable to template executions".to_string(),
+                NOW.to_string(),
+                NOW.to_string(),
+            ))
+        );
+        // An import execution's validation errors: ValidateImports False with them.
+        let mut view = init_view(vec![item("di")], Children::default());
+        view.init.as_mut().unwrap().rendered = Some(Err(PhaseError::Fatal(LsError::new(
+            "CreateImportsAndSubobjects",
+            "RenderImportExecutions",
+            "import validation failed: replicas must be positive",
+        ))));
+        let st = written_status(&run(&again, &view), "a");
+        assert_eq!(
+            condition_of(&st, "ValidateImports"),
+            Some((
+                "False".to_string(),
+                "TemplatingFailed".to_string(),
+                "replicas must be positive".to_string(),
+                NOW.to_string(),
+                NOW.to_string(),
+            ))
+        );
     }
 
     #[test]

@@ -441,7 +441,7 @@ async fn legacy_discovery_has_kube_apiserver_shapes() {
     assert_eq!(
         *inst,
         json!({"name": "installations", "singularName": "installation", "namespaced": true,
-            "kind": "Installation", "verbs": ["delete", "get", "list", "patch", "watch"], "shortNames": ["inst"],
+            "kind": "Installation", "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["inst"],
             "categories": ["landscaper"]})
     );
     let files = get(s.addr, FILES).await.json();
@@ -676,33 +676,26 @@ async fn errors_are_status_objects() {
         );
     }
 
-    // Writes of single objects need the token (this server has none); creating and replacing
-    // objects is not served.
-    for method in ["PATCH", "DELETE"] {
-        let path = format!("{LS}/namespaces/demo/installations/root");
-        let r = request_with(s.addr, method, &path, &[]).await;
-        assert_eq!(r.status, 401, "{method} {path}");
-        assert_eq!(r.json()["reason"], "Unauthorized");
-    }
-    for method in ["POST", "PUT"] {
+    // Every write needs the token (this server has none): authentication comes first, as in
+    // kube-apiserver.
+    for method in ["PATCH", "DELETE", "POST", "PUT"] {
         for path in [
             format!("{LS}/namespaces/demo/installations/root"),
-            format!("{LS}/namespaces/demo/installations"),
             "/api/v1/namespaces/demo/secrets/creds".to_string(),
         ] {
             let r = request_with(s.addr, method, &path, &[]).await;
-            assert_eq!(r.status, 405, "{method} {path}");
-            let status = r.json();
-            assert_eq!(status["kind"], "Status");
-            assert_eq!(status["reason"], "MethodNotAllowed");
-            assert_eq!(status["code"], 405);
-            let message = status["message"].as_str().unwrap();
-            assert!(
-                message.starts_with(&format!("{method} is not supported on ")),
-                "{message}"
-            );
+            assert_eq!(r.status, 401, "{method} {path}");
+            assert_eq!(r.json()["reason"], "Unauthorized");
         }
     }
+    let r = request_with(
+        s.addr,
+        "POST",
+        &format!("{LS}/namespaces/demo/installations"),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status, 401, "POST of a new installation");
     // Nothing changed.
     assert_eq!(
         get(s.addr, &format!("{LS}/namespaces/demo/installations/root"))

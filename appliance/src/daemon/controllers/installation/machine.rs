@@ -20,9 +20,9 @@ use serde_json::{Map, Value, json};
 
 use super::auto;
 use super::dataflow::{
-    RenderedSubobjects, duplicate_exports, execution_object, export_objects, import_objects,
-    imported_refs, imports_hash, is_successor, name, namespace, own_scope, parent_name,
-    predecessor_cycle, subinstallation_object,
+    IMPORT_VALIDATION_FAILED, RENDER_IMPORT_EXECUTIONS, RenderedSubobjects, duplicate_exports,
+    execution_object, export_objects, import_objects, imported_refs, imports_hash, is_successor,
+    name, namespace, own_scope, parent_name, predecessor_cycle, subinstallation_object,
 };
 use super::workflow;
 use crate::daemon::controllers::jobs::{
@@ -1422,11 +1422,11 @@ pub fn import_object_keys(objects: &[Value]) -> Vec<ObjectKey> {
 fn record_templating_failure(e: &PhaseError, status: &mut InstallationStatus, now: &str) {
     let error = e.error();
     let (condition, message) = match error.reason.as_str() {
-        "RenderImportExecutions" => (
+        RENDER_IMPORT_EXECUTIONS => (
             CONDITION_VALIDATE_IMPORTS,
             error
                 .message
-                .strip_prefix("import validation failed: ")
+                .strip_prefix(IMPORT_VALIDATION_FAILED)
                 .unwrap_or(MESSAGE_TEMPLATING_FAILED),
         ),
         CONDITION_RECONCILE_EXECUTION => (CONDITION_RECONCILE_EXECUTION, MESSAGE_TEMPLATING_FAILED),

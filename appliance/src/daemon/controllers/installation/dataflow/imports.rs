@@ -13,6 +13,11 @@ use serde_json::{Map, Value, json};
 use sha2::Digest as _;
 use std::collections::BTreeMap;
 
+/// The reason of an error of the import executions, and the prefix of their validation errors
+/// (the machine sets `ValidateImports` from them).
+pub const RENDER_IMPORT_EXECUTIONS: &str = "RenderImportExecutions";
+pub const IMPORT_VALIDATION_FAILED: &str = "import validation failed: ";
+
 use super::*;
 use crate::daemon::controllers::lserror::PhaseError;
 
@@ -270,15 +275,15 @@ pub fn construct_blueprint_imports(
         c.bind(&mut bindings);
     }
     let executed = render_import_executions(blueprint, &bindings)
-        .map_err(|e| fatal(OP, "RenderImportExecutions", e.to_string()))?;
+        .map_err(|e| fatal(OP, RENDER_IMPORT_EXECUTIONS, e.to_string()))?;
     for (k, v) in executed.bindings {
         bindings.imports.insert(k, v);
     }
     if !executed.errors.is_empty() {
         return Err(fatal(
             OP,
-            "RenderImportExecutions",
-            format!("import validation failed: {}", executed.errors.join(", ")),
+            RENDER_IMPORT_EXECUTIONS,
+            format!("{IMPORT_VALIDATION_FAILED}{}", executed.errors.join(", ")),
         ));
     }
     Ok(bindings)

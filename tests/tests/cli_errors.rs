@@ -422,11 +422,21 @@ spec:
             .any(|l| l.contains(" INFO ") && l.contains("cluster unreachable")),
         "no INFO line per attempt:\n{logs}"
     );
-    assert!(
-        logs.lines().any(|l| l.contains(" WARN ")
-            && l.contains("job failed")
-            && l.contains("kind=DeployItem")
-            && l.contains("reason=ProgressingTimeout")),
-        "{logs}"
+    // The job's outcome is logged right after its status is written: wait for the line.
+    eventually(
+        Duration::from_secs(10),
+        "a WARN `job failed` line for the item's ProgressingTimeout",
+        || {
+            daemon
+                .logs()
+                .lines()
+                .any(|l| {
+                    l.contains(" WARN ")
+                        && l.contains("job failed")
+                        && l.contains("kind=DeployItem")
+                        && l.contains("reason=ProgressingTimeout")
+                })
+                .then_some(())
+        },
     );
 }

@@ -1,7 +1,11 @@
 //! sprig's regex functions with Go's RE2 syntax. The `regex` crate implements the same
 //! syntax; Go's ASCII-only `\d`, `\w`, `\s`, `\b` and `\Q…\E` are translated first.
 
-use regex::Regex;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use regex::{Regex, RegexBuilder};
 
 use super::super::function::{Arity, FuncError, FuncMap};
 use super::super::value::Value;
@@ -165,12 +169,50 @@ fn go_error(pattern: &str, err: &regex::Error) -> String {
     format!("error parsing regexp: {code}: `{expr}`")
 }
 
-pub fn compile(pattern: &str) -> Result<Regex, String> {
-    Regex::new(&translate(pattern)).map_err(|e| go_error(pattern, &e))
+/// Compiles a Go pattern, from this thread's cache when it was compiled before: charts call
+/// `regexReplaceAll` and friends with the same constant pattern in loops, and compiling costs
+/// far more than matching (it was a tenth of `render chart`'s time over the Helm corpus).
+pub fn compile(pattern: &str) -> Result<Rc<Regex>, String> {
+    if let Some(re) = CACHE.with(|c| c.borrow().get(pattern).cloned()) {
+        return Ok(re);
+    }
+    let source = translate(pattern);
+    // Only small programs are kept, so the cache holds at most CACHED × (CACHED_PROGRAM_BYTES
+    // + its search cache) however hostile the templates; bigger ones are compiled per call.
+    let small = RegexBuilder::new(&source)
+        .size_limit(CACHED_PROGRAM_BYTES)
+        .dfa_size_limit(CACHED_PROGRAM_BYTES)
+        .build();
+    match small {
+        Ok(re) => {
+            let re = Rc::new(re);
+            CACHE.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.len() >= CACHED {
+                    c.clear();
+                }
+                c.insert(pattern.to_string(), Rc::clone(&re));
+            });
+            Ok(re)
+        }
+        Err(regex::Error::CompiledTooBig(_)) => Regex::new(&source)
+            .map(Rc::new)
+            .map_err(|e| go_error(pattern, &e)),
+        Err(e) => Err(go_error(pattern, &e)),
+    }
+}
+
+/// Patterns kept per thread (the cache starts over when full).
+const CACHED: usize = 128;
+/// The compiled size (and lazy DFA cache) below which a pattern is kept.
+const CACHED_PROGRAM_BYTES: usize = 256 << 10;
+
+thread_local! {
+    static CACHE: RefCell<HashMap<String, Rc<Regex>>> = RefCell::new(HashMap::new());
 }
 
 /// `regexp.MustCompile`'s panic message.
-fn must_compile(pattern: &str) -> Result<Regex, FuncError> {
+fn must_compile(pattern: &str) -> Result<Rc<Regex>, FuncError> {
     compile(pattern)
         .map_err(|e| FuncError::new(format!("regexp: Compile({}): {e}", go_backquote(pattern))))
 }
@@ -355,4 +397,31 @@ pub fn register(m: &mut FuncMap) {
     m.insert("regexQuoteMeta", Arity::Exact(1), |_, a| {
         Ok(s(quote_meta(&args::string(&a[0])?)))
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pattern_is_compiled_once_per_thread_and_errors_are_not_kept() {
+        let first = compile(r"[^a-z0-9\d]+").unwrap();
+        let again = compile(r"[^a-z0-9\d]+").unwrap();
+        assert!(Rc::ptr_eq(&first, &again));
+        assert!(again.is_match("A-7"));
+        let err = compile("a(b").unwrap_err();
+        assert_eq!(err, compile("a(b").unwrap_err());
+        assert!(err.contains("missing closing )"), "{err}");
+    }
+
+    #[test]
+    fn a_big_program_still_compiles_but_is_not_kept() {
+        // About a megabyte of program: over the cache's limit, within regex's own.
+        let big = "(?:[a-z]{100}){40}";
+        let first = compile(big).unwrap();
+        let again = compile(big).unwrap();
+        assert!(!Rc::ptr_eq(&first, &again));
+        assert!(first.is_match(&"q".repeat(4000)));
+        assert!(!first.is_match(&"q".repeat(3999)));
+    }
 }

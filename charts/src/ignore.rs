@@ -59,24 +59,62 @@ impl Matcher {
     }
 }
 
-/// Whether `name` matches all of `pattern` (by characters; `*` and `?` never match `/`).
-fn glob_match(pattern: &[Glob], name: &str) -> bool {
-    let name: Vec<char> = name.chars().collect();
-    // ok[j]: pattern[i..] matches name[j..], for the current i, from the end backwards.
-    let mut ok = vec![false; name.len() + 1];
-    ok[name.len()] = true;
-    for g in pattern.iter().rev() {
-        let mut next = vec![false; name.len() + 1];
-        for j in (0..=name.len()).rev() {
-            next[j] = match g {
-                Glob::Lit(c) => j < name.len() && name[j] == *c && ok[j + 1],
-                Glob::One => j < name.len() && name[j] != '/' && ok[j + 1],
-                Glob::Star => ok[j] || (j < name.len() && name[j] != '/' && next[j + 1]),
-            };
+/// Whether `name` matches all of `pattern` (by characters; `*` and `?` never match `/`), as
+/// Go's `filepath.Match` does it: each chunk after a star at the first place it matches (the
+/// last one at the end), which needs no backtracking and allocates nothing.
+fn glob_match(pattern: &[Glob], mut name: &str) -> bool {
+    let mut rest = pattern;
+    'chunks: while !rest.is_empty() {
+        let stars = rest.iter().take_while(|g| **g == Glob::Star).count();
+        let star = stars > 0;
+        rest = &rest[stars..];
+        let len = rest.iter().take_while(|g| **g != Glob::Star).count();
+        let (chunk, after) = rest.split_at(len);
+        rest = after;
+        if star && chunk.is_empty() {
+            return !name.contains('/');
         }
-        ok = next;
+        if let Some(t) = match_chunk(chunk, name)
+            && (t.is_empty() || !rest.is_empty())
+        {
+            name = t;
+            continue;
+        }
+        if star {
+            for (i, c) in name.char_indices() {
+                if c == '/' {
+                    break;
+                }
+                if let Some(t) = match_chunk(chunk, &name[i + c.len_utf8()..]) {
+                    if rest.is_empty() && !t.is_empty() {
+                        continue;
+                    }
+                    name = t;
+                    continue 'chunks;
+                }
+            }
+        }
+        return false;
     }
-    ok[0]
+    name.is_empty()
+}
+
+/// Go's `matchChunk` for a chunk without stars: what is left of `name` after it.
+fn match_chunk<'a>(chunk: &[Glob], mut name: &'a str) -> Option<&'a str> {
+    for g in chunk {
+        let mut chars = name.chars();
+        let c = chars.next()?;
+        let ok = match g {
+            Glob::Lit(l) => c == *l,
+            Glob::One => c != '/',
+            Glob::Star => false,
+        };
+        if !ok {
+            return None;
+        }
+        name = chars.as_str();
+    }
+    Some(name)
 }
 
 /// Parsed rules, in file order.
@@ -258,6 +296,21 @@ mod tests {
         assert!(r.ignore("templates/.keep", false));
         assert!(!r.ignore("templates/a.yaml", false));
         assert!(!r.ignore(".helmignore", false));
+    }
+
+    proptest::proptest! {
+        /// Go's greedy chunk matching finds what the regular expression of the pattern finds.
+        #[test]
+        fn greedy_globs_match_as_their_regular_expressions(
+            pattern in "[ab/*?é]{0,8}",
+            name in "[ab/é]{0,10}",
+        ) {
+            let Matcher::Glob(g) = Matcher::new(&pattern) else {
+                panic!("{pattern} is a glob")
+            };
+            let re = go_match_regex(&pattern).unwrap();
+            proptest::prop_assert_eq!(glob_match(&g, &name), re.is_match(&name));
+        }
     }
 
     #[test]

@@ -2,11 +2,9 @@
 //! order (`pkg/releaseutil/{manifest,manifest_sorter,kind_sorter}.go`).
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
 use landscaper_templating::gotemplate::Value;
 use landscaper_templating::gotemplate::funcs::yaml;
-use regex::Regex;
 
 use crate::ChartError;
 
@@ -86,18 +84,49 @@ impl Manifest {
     }
 }
 
-fn separator() -> &'static Regex {
-    static SEP: OnceLock<Regex> = OnceLock::new();
-    // Go's `\s` is ASCII whitespace without `\v`; the `regex` crate's is Unicode's and costs a
-    // short render more to compile than much of its work (the documents are trimmed of all
-    // Unicode whitespace after, as Go's `strings.TrimSpace` does).
-    SEP.get_or_init(|| Regex::new(r"(?:^|[\t\n\f\r ]*\n)---[\t\n\f\r ]*").expect("constant regex"))
+/// Go's `\s` (ASCII whitespace without `\v`).
+fn is_go_space(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0c | b'\r' | b' ')
+}
+
+/// The pieces of `text` between the matches of Helm's separator `(?:^|\s*\n)---\s*`, found
+/// the way the regular expression's leftmost search finds them: a `---` at the very start or
+/// right after a newline, the match starting where the whitespace before that newline starts
+/// (not before the previous match's end) and taking the whitespace after it. Hand-written:
+/// compiling the expression cost a short `render chart` more than splitting every document.
+fn split_on_separators(text: &str) -> Vec<&str> {
+    let b = text.as_bytes();
+    let mut pieces = Vec::new();
+    let (mut piece_start, mut search) = (0, 0);
+    let mut from = 0;
+    while let Some(found) = text[from..].find("---") {
+        let dashes = from + found;
+        let at_start = dashes == 0;
+        if !at_start && (dashes - 1 < search || b[dashes - 1] != b'\n') {
+            from = dashes + 1;
+            continue;
+        }
+        let mut start = if at_start { 0 } else { dashes - 1 };
+        while start > search && is_go_space(b[start - 1]) {
+            start -= 1;
+        }
+        let mut end = dashes + 3;
+        while end < b.len() && is_go_space(b[end]) {
+            end += 1;
+        }
+        pieces.push(&text[piece_start..start]);
+        piece_start = end;
+        search = end;
+        from = end;
+    }
+    pieces.push(&text[piece_start..]);
+    pieces
 }
 
 /// `SplitManifests`: the documents of a stream, trimmed, empty ones dropped, in order.
 pub fn split_manifests(text: &str) -> Vec<String> {
-    separator()
-        .split(text.trim())
+    split_on_separators(text.trim())
+        .into_iter()
         .filter(|d| !d.is_empty())
         .map(|d| d.trim().to_string())
         .collect()
@@ -276,6 +305,18 @@ mod tests {
             split_manifests("a: 1\u{a0}\n---\u{a0}b: 2\n---\n\u{a0}c: 3"),
             vec!["a: 1", "b: 2", "c: 3"]
         );
+    }
+
+    proptest::proptest! {
+        /// The hand-written split finds what Helm's regular expression finds.
+        #[test]
+        fn separators_split_as_helms_expression(
+            text in "(---|--|-|\n|\r|\t| |\u{0b}|\u{0c}|a|#|\u{a0})*"
+        ) {
+            let helm = regex::Regex::new(r"(?:^|[\t\n\f\r ]*\n)---[\t\n\f\r ]*").unwrap();
+            let expected: Vec<&str> = helm.split(&text).collect();
+            proptest::prop_assert_eq!(split_on_separators(&text), expected);
+        }
     }
 
     #[test]

@@ -9,7 +9,9 @@
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 
-use regex::Regex;
+// regex-lite: these are ASCII patterns over short strings, and the `regex` crate's compile
+// (it builds DFAs up front) of the constraint patterns was ~3 % of a whole `render chart` run.
+use regex_lite::Regex;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Version {

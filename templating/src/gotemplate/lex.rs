@@ -165,6 +165,24 @@ fn left_trim_length(s: &str) -> usize {
     s.len() - s.trim_start_matches(SPACE_CHARS).len()
 }
 
+fn count_newlines(s: &str) -> usize {
+    memchr::memchr_iter(b'\n', s.as_bytes()).count()
+}
+
+/// `strings.Index(s, "{{")`: a scan for `{` beats setting up a substring search per text item.
+fn find_left_delim(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(b'{', &b[from..]) {
+        let at = from + i;
+        if b.get(at + 1) == Some(&b'{') {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
 fn fmt_u(r: char) -> String {
     print::sprintf("%#U", &[Value::Int(r as i64)])
 }
@@ -242,7 +260,7 @@ impl<'a> Lexer<'a> {
     }
 
     fn ignore(&mut self) {
-        self.line += self.input[self.start..self.pos].matches('\n').count();
+        self.line += count_newlines(&self.input[self.start..self.pos]);
         self.start = self.pos;
         self.start_line = self.line;
     }
@@ -326,7 +344,7 @@ impl<'a> Lexer<'a> {
     }
 
     fn lex_text(&mut self) -> Option<State> {
-        if let Some(x) = self.input[self.pos..].find(LEFT_DELIM) {
+        if let Some(x) = find_left_delim(&self.input[self.pos..]) {
             if x > 0 {
                 self.pos += x;
                 let mut trim_length = 0;
@@ -335,7 +353,7 @@ impl<'a> Lexer<'a> {
                     trim_length = right_trim_length(&self.input[self.start..self.pos]);
                 }
                 self.pos -= trim_length;
-                self.line += self.input[self.start..self.pos].matches('\n').count();
+                self.line += count_newlines(&self.input[self.start..self.pos]);
                 let i = self.this_item(ItemType::Text);
                 self.pos += trim_length;
                 self.ignore();
@@ -347,7 +365,7 @@ impl<'a> Lexer<'a> {
         }
         self.pos = self.input.len();
         if self.pos > self.start {
-            self.line += self.input[self.start..self.pos].matches('\n').count();
+            self.line += count_newlines(&self.input[self.start..self.pos]);
             return self.emit(ItemType::Text);
         }
         self.emit(ItemType::Eof)
@@ -391,7 +409,7 @@ impl<'a> Lexer<'a> {
         if !delim {
             return self.errorf("comment ends before closing delimiter".into());
         }
-        self.line += self.input[self.start..self.pos].matches('\n').count();
+        self.line += count_newlines(&self.input[self.start..self.pos]);
         let _ = self.this_item(ItemType::Text); // the comment item, not emitted
         if trim_space {
             self.pos += TRIM_MARKER_LEN;

@@ -1257,6 +1257,14 @@ pub fn unmarshal(text: &str) -> Result<Value, String> {
 /// mapping: the same result for those keys and the same errors for the whole document, without
 /// building the values of the other keys (Helm's `SimpleHead` of every rendered manifest).
 pub fn unmarshal_keys(text: &str, keys: &[&str]) -> Result<Value, String> {
+    if let Some(head) = plain_mapping_keys(text, keys) {
+        return Ok(head);
+    }
+    decoded_keys(text, keys)
+}
+
+/// [`unmarshal_keys`] through the whole decoder.
+fn decoded_keys(text: &str, keys: &[&str]) -> Result<Value, String> {
     let Some(y) = load(text)? else {
         return Ok(Value::Nil);
     };
@@ -1271,6 +1279,110 @@ pub fn unmarshal_keys(text: &str, keys: &[&str]) -> Result<Value, String> {
         other => other,
     };
     to_json_value(y).map_err(|e| format!("error converting YAML to JSON: {e}"))
+}
+
+/// [`unmarshal_keys`] of the common document, a mapping without anchors, aliases, tags or
+/// merge keys whose values all convert to JSON, in one pass that builds only the named keys'
+/// values (every rendered manifest of a chart passes through here; building and dropping the
+/// whole tree was a third of the work). `None` for anything else, an error included: the full
+/// decoder then gives the same result or yaml.v2's message.
+fn plain_mapping_keys(text: &str, keys: &[&str]) -> Option<Value> {
+    let mut events = Events {
+        parser: Parser::new_from_str(text),
+        peeked: None,
+    };
+    loop {
+        match events.pull().ok()?? {
+            (Event::StreamStart, _) => {}
+            (Event::DocumentStart(..), _) => break,
+            _ => return None,
+        }
+    }
+    if !matches!(events.pull().ok()??, (Event::MappingStart(_, 0, None), _)) {
+        return None;
+    }
+    let mut kept = Vec::new();
+    loop {
+        let (key, span) = events.pull().ok()??;
+        let key = match key {
+            Event::MappingEnd => break,
+            Event::Scalar(value, style, 0, None) => {
+                if style == ScalarStyle::Plain && value == "<<" {
+                    return None;
+                }
+                scalar(&value, style, None, span.start.line()).ok()?
+            }
+            _ => return None,
+        };
+        match &key {
+            Y::Null | Y::Seq(_) | Y::Map(_) => return None,
+            Y::Str(name) if keys.contains(&name.as_str()) => {
+                let mut loader = Loader {
+                    events: &mut events,
+                    anchors: BTreeMap::new(),
+                    decode_count: 0,
+                    alias_count: 0,
+                };
+                let value = loader.node().ok()?;
+                if !loader.anchors.is_empty() || check_json(&value).is_err() {
+                    return None;
+                }
+                kept.push((key, value));
+            }
+            _ => skip_plain_json_node(&mut events)?,
+        }
+    }
+    // The rest of the document must parse (its syntax errors are the full decoder's).
+    loop {
+        match events.pull().ok()?? {
+            (Event::DocumentEnd, _) => break,
+            (Event::StreamEnd, _) => break,
+            _ => return None,
+        }
+    }
+    to_json_value(Y::Map(kept)).ok()
+}
+
+/// Reads one node's events, checking what [`plain_mapping_keys`] requires of it without
+/// building it (`None`: something else).
+fn skip_plain_json_node(events: &mut Events<'_>) -> Option<()> {
+    // The open collections: a sequence (`None`) or a mapping and whether a key comes next.
+    let mut open: Vec<Option<bool>> = Vec::new();
+    loop {
+        let (event, span) = events.pull().ok()??;
+        if matches!(event, Event::MappingEnd | Event::SequenceEnd) {
+            open.pop()?;
+        } else {
+            let at_key = match open.last_mut() {
+                Some(Some(key_next)) => {
+                    *key_next = !*key_next;
+                    !*key_next
+                }
+                _ => false,
+            };
+            match event {
+                Event::Scalar(value, style, 0, None) => {
+                    match scalar(&value, style, None, span.start.line()).ok()? {
+                        Y::Null if at_key => return None,
+                        Y::Str(s) if at_key && style == ScalarStyle::Plain && s == "<<" => {
+                            return None;
+                        }
+                        Y::Float(f) if !f.is_finite() => return None,
+                        _ => {}
+                    }
+                }
+                Event::MappingStart(_, 0, None) | Event::SequenceStart(_, 0, None) if at_key => {
+                    return None;
+                }
+                Event::MappingStart(_, 0, None) => open.push(Some(true)),
+                Event::SequenceStart(_, 0, None) => open.push(None),
+                _ => return None,
+            }
+        }
+        if open.is_empty() {
+            return Some(());
+        }
+    }
 }
 
 /// The errors [`to_json_value`] would report for `y`, the first one in the same order, without
@@ -1374,6 +1486,10 @@ mod tests {
     fn unmarshal_keys_keeps_the_named_keys_and_every_error() {
         let doc = "kind: A\nspec:\n  x: [1, 2]\nmetadata:\n  name: web\nkind: B\n";
         let v = unmarshal_keys(doc, &["kind", "metadata"]).unwrap();
+        // A plain document takes the one-pass reader; anchors and errors the decoder.
+        assert!(plain_mapping_keys(doc, &["kind", "metadata"]).is_some());
+        assert!(plain_mapping_keys("kind: &a A\nx: *a\n", &["kind"]).is_none());
+        assert!(plain_mapping_keys("kind: A\nx: [.inf]\n", &["kind"]).is_none());
         assert_eq!(
             v.to_json().unwrap(),
             json!({"kind": "B", "metadata": {"name": "web"}})
@@ -1397,6 +1513,37 @@ mod tests {
             unmarshal_keys("x", &["kind"]),
             Ok(Value::String(_))
         ));
+    }
+
+    fn json_or_error(r: Result<Value, String>) -> Result<serde_json::Value, String> {
+        r.map(|v| v.to_json().unwrap())
+    }
+
+    proptest::proptest! {
+        /// The one-pass head reader gives what the whole decoder gives, errors included.
+        #[test]
+        fn head_keys_read_in_one_pass_as_decoded(
+            entries in proptest::collection::vec(
+                (
+                    "(kind|metadata|spec|~|<<|1|\\[a\\]|'kind'|!!str kind|&k kind|)",
+                    "( 1| .inf| x| &a x| \\*a| !!str 1| !!int x| \\{a: 1\\}| \\[1, .nan\\]| ~| 'q'| \\{~: 1\\}| \\[|\n  name: n\n  labels: \\{a: b\\}|\n  - a\n  - .NaN|\n  <<: \\{a: 1\\}|)",
+                ),
+                0..5,
+            ),
+            prefix in "(|--- |&top |!!map |- )",
+        ) {
+            let doc: String = prefix
+                + &entries
+                    .iter()
+                    .map(|(k, v)| format!("{k}:{v}\n"))
+                    .collect::<String>();
+            let keys = ["kind", "metadata"];
+            proptest::prop_assert_eq!(
+                json_or_error(unmarshal_keys(&doc, &keys)),
+                json_or_error(decoded_keys(&doc, &keys)),
+                "{}", doc
+            );
+        }
     }
 
     #[test]

@@ -1333,12 +1333,11 @@ fn plain_mapping_keys(text: &str, keys: &[&str]) -> Option<Value> {
         }
     }
     // The rest of the document must parse (its syntax errors are the full decoder's).
-    loop {
-        match events.pull().ok()?? {
-            (Event::DocumentEnd, _) => break,
-            (Event::StreamEnd, _) => break,
-            _ => return None,
-        }
+    if !matches!(
+        events.pull().ok()??,
+        (Event::DocumentEnd | Event::StreamEnd, _)
+    ) {
+        return None;
     }
     to_json_value(Y::Map(kept)).ok()
 }

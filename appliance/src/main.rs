@@ -107,6 +107,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             match &args.command {
                 Some(RenderCommand::Template(t)) => render::run_template(t, &mut out, &mut err)?,
                 Some(RenderCommand::Chart(c)) => {
+                    // The process ends after this one render.
+                    landscaper_charts::one_shot_process();
                     if !commands::render_chart::run(c, &mut out, &mut err) {
                         return Ok(ExitCode::FAILURE);
                     }

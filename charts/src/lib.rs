@@ -22,6 +22,15 @@ use landscaper_templating::gotemplate::Value;
 use landscaper_templating::gotemplate::value::MapRef;
 
 pub use chart::{Chart, load, load_archive, load_dir};
+
+static ONE_SHOT_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Tells the engine that this process renders and exits (a command such as `render chart`):
+/// parsed templates are then left to the process' exit instead of being freed one by one.
+/// Never for the daemon, which would leak them.
+pub fn one_shot_process() {
+    ONE_SHOT_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
+}
 pub use engine::{Capabilities, KubeVersion, ReleaseOptions, version_set};
 pub use semver::is_compatible_range;
 pub use sort::Manifest;

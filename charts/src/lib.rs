@@ -36,7 +36,7 @@ pub use semver::is_compatible_range;
 pub use sort::Manifest;
 
 /// What went wrong, naming the step.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ChartError {
     #[error("loading chart {chart}: {message}")]
     Load { chart: String, message: String },
@@ -178,23 +178,68 @@ fn check_dependencies(c: &Chart) -> Result<(), ChartError> {
     )))
 }
 
-/// `ValidateAgainstSchema`: the chart's and every subchart's `values.schema.json`.
-fn validate_schemas(c: &Chart, vals: &MapRef, out: &mut String) -> Result<(), ChartError> {
+/// One `values.schema.json` and the values it checks, as plain JSON (so that the check can run
+/// on another thread while the templates render).
+struct SchemaCheck {
+    chart: String,
+    schema: serde_json::Value,
+    instance: serde_json::Value,
+}
+
+/// `ValidateAgainstSchema`, first half: the chart's and every subchart's schema with its values,
+/// in Helm's order; a schema or values that cannot be read end the list with their error.
+fn schema_checks(c: &Chart, vals: &MapRef, out: &mut Vec<Result<SchemaCheck, ChartError>>) {
     if let Some(schema) = &c.schema {
-        let schema: serde_json::Value = serde_json::from_slice(schema).map_err(|e| {
-            ChartError::Schema(format!("{}:\ninvalid values.schema.json: {e}\n", c.name()))
-        })?;
-        let instance = Value::Map(vals.clone())
-            .to_json()
-            .map_err(|e| ChartError::Values(e.to_string()))?;
-        let draft = jsonschema::Draft::Draft202012.detect(&schema);
+        let check = serde_json::from_slice(schema)
+            .map_err(|e| {
+                ChartError::Schema(format!("{}:\ninvalid values.schema.json: {e}\n", c.name()))
+            })
+            .and_then(|schema| {
+                let instance = Value::Map(vals.clone())
+                    .to_json()
+                    .map_err(|e| ChartError::Values(e.to_string()))?;
+                Ok(SchemaCheck {
+                    chart: c.name().to_string(),
+                    schema,
+                    instance,
+                })
+            });
+        let failed = check.is_err();
+        out.push(check);
+        if failed {
+            return;
+        }
+    }
+    for sub in &c.dependencies {
+        let sv = match vals.borrow().get(sub.name()) {
+            Some(Value::Map(m)) => m.clone(),
+            _ => values::new_table(),
+        };
+        schema_checks(sub, &sv, out);
+        if out.last().is_some_and(Result::is_err) {
+            return;
+        }
+    }
+}
+
+/// `ValidateAgainstSchema`, second half: compiles and applies each schema in order; the
+/// violations of all charts in Helm's words, or the first schema that does not compile.
+fn run_schema_checks(checks: &[Result<SchemaCheck, ChartError>]) -> Result<(), ChartError> {
+    let mut out = String::new();
+    for check in checks {
+        let SchemaCheck {
+            chart,
+            schema,
+            instance,
+        } = check.as_ref().map_err(Clone::clone)?;
+        let draft = jsonschema::Draft::Draft202012.detect(schema);
         let validator = jsonschema::options()
             .with_draft(draft)
             .with_retriever(NoRemote)
-            .build(&schema)
-            .map_err(|e| ChartError::Schema(format!("{}:\n{e}\n", c.name())))?;
+            .build(schema)
+            .map_err(|e| ChartError::Schema(format!("{chart}:\n{e}\n")))?;
         let all: Vec<(String, String, bool)> = validator
-            .iter_errors(&instance)
+            .iter_errors(instance)
             .map(|e| {
                 let at = e.instance_path().as_str().to_string();
                 let is_type = matches!(
@@ -211,17 +256,14 @@ fn validate_schemas(c: &Chart, vals: &MapRef, out: &mut String) -> Result<(), Ch
             .map(|(at, msg, _)| format!("- at '{at}': {msg}"))
             .collect();
         if !errors.is_empty() {
-            out.push_str(&format!("{}:\n{}\n", c.name(), errors.join("\n")));
+            out.push_str(&format!("{chart}:\n{}\n", errors.join("\n")));
         }
     }
-    for sub in &c.dependencies {
-        let sv = match vals.borrow().get(sub.name()) {
-            Some(Value::Map(m)) => m.clone(),
-            _ => values::new_table(),
-        };
-        validate_schemas(sub, &sv, out)?;
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(ChartError::Schema(out))
     }
-    Ok(())
 }
 
 /// A violation in the words of Helm's validator (santhosh-tekuri/jsonschema v6) where they
@@ -322,13 +364,46 @@ pub fn render_limited(
     check_dependencies(&chart)?;
     values::process_dependencies(&mut chart, user_values)?;
     let vals = values::coalesce_values(&chart, Some(user_values), false)?;
+    let mut checks = Vec::new();
     if !opts.skip_schema_validation {
-        let mut schema_errors = String::new();
-        validate_schemas(&chart, &vals, &mut schema_errors)?;
-        if !schema_errors.is_empty() {
-            return Err(ChartError::Schema(schema_errors));
-        }
+        schema_checks(&chart, &vals, &mut checks);
     }
+    // Offline (no `lookup`: the templates reach nothing outside), the schemas are checked on a
+    // second thread while the templates render; their verdict still comes first, as in Helm,
+    // which checks before it renders. With a cluster to look up, strictly one after the other.
+    if opts.lookup.is_some() || !checks.iter().any(Result::is_ok) {
+        run_schema_checks(&checks)?;
+        return render_validated(chart, vals, opts, limits);
+    }
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("values-schema".into())
+            .stack_size(SCHEMA_CHECK_STACK)
+            .spawn_scoped(scope, || run_schema_checks(&checks));
+        let Ok(worker) = worker else {
+            run_schema_checks(&checks)?;
+            return render_validated(chart, vals, opts, limits);
+        };
+        let rendered = render_validated(chart, vals, opts, limits);
+        worker.join().unwrap_or_else(|_| {
+            Err(ChartError::Render(
+                "checking the values against the schema panicked".into(),
+            ))
+        })?;
+        rendered
+    })
+}
+
+/// Schemas nest; give the validator's recursion room.
+const SCHEMA_CHECK_STACK: usize = 16 << 20;
+
+/// [`render_limited`] after the values were checked: `kubeVersion`, then the templates.
+fn render_validated(
+    chart: Chart,
+    vals: MapRef,
+    opts: &TemplateOptions,
+    limits: &landscaper_templating::gotemplate::Limits,
+) -> Result<Rendered, ChartError> {
     let kube = &opts.capabilities.kube_version;
     if !chart.metadata.kube_version.is_empty()
         && !is_compatible_range(&chart.metadata.kube_version, &kube.version)

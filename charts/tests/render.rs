@@ -243,6 +243,24 @@ fn kube_version_schema_and_missing_dependencies_fail() {
         "{err}"
     );
     assert!(err.contains("sub:\n"), "{err}");
+    // The schemas are checked while the templates render, but their verdict comes first, as
+    // in Helm (which checks before rendering): over a kubeVersion mismatch and a failing template.
+    let mut too_old = opts();
+    too_old.capabilities.kube_version = KubeVersion::parse("1.19.3").unwrap();
+    let err = render_dir(dir.path(), &ValueOptions::default(), &too_old).unwrap_err();
+    assert!(err.starts_with("values don't meet"), "{err}");
+    write(
+        dir.path(),
+        &[("templates/boom.yaml", "{{ fail \"boom\" }}")],
+    );
+    let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
+    assert!(err.starts_with("values don't meet"), "{err}");
+    // A schema that is no JSON is named as such.
+    write(dir.path(), &[("charts/sub/values.schema.json", "{")]);
+    let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
+    assert!(err.contains("sub:\ninvalid values.schema.json"), "{err}");
+    std::fs::remove_file(dir.path().join("templates/boom.yaml")).unwrap();
+    std::fs::remove_file(dir.path().join("charts/sub/values.schema.json")).unwrap();
     std::fs::remove_dir_all(dir.path().join("charts/lib")).unwrap();
     let err = render_dir(dir.path(), &ValueOptions::default(), &opts()).unwrap_err();
     assert!(err.contains("missing in charts/ directory: lib"), "{err}");

@@ -500,11 +500,14 @@ pub fn chart_limits() -> Limits {
 /// `Engine.Render`: rendered text by template path (`CHART/templates/x.yaml`), partials left
 /// out. `top` holds `Values`, `Release` and `Capabilities`; `lookup`, when given, answers
 /// `lookup` (else it is an empty map, as offline).
+/// Renders every template of the chart (`_` partials excepted): path → output. `each` sees
+/// every output as soon as it is rendered.
 pub fn render(
     c: &Chart,
     top: &MapRef,
     limits: &Limits,
     lookup: Option<&Arc<dyn Lookup>>,
+    each: &mut dyn FnMut(&str, &str),
 ) -> Result<BTreeMap<String, String>, ChartError> {
     let mut tpls = BTreeMap::new();
     all_templates(c, c.name(), true, top, &mut tpls);
@@ -546,7 +549,9 @@ pub fn render(
                 limits,
             )
             .map_err(|e| exec_error(name, &e))?;
-        rendered.insert(name.clone(), out.replace("<no value>", ""));
+        let out = out.replace("<no value>", "");
+        each(name, &out);
+        rendered.insert(name.clone(), out);
     }
     if crate::ONE_SHOT_PROCESS.load(std::sync::atomic::Ordering::Relaxed) {
         // The process exits after this render: freeing every parsed node one by one was a

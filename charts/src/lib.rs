@@ -394,6 +394,65 @@ pub fn render_limited(
     })
 }
 
+type Sorted = (Vec<Manifest>, Vec<Manifest>);
+
+/// Renders the templates and sorts their documents (`sort_manifests`, NOTES.txt files left
+/// out) on a second thread as the outputs come: reading every document's head is a YAML parse
+/// of the whole output. The errors are those of rendering first, then of the first bad
+/// document in path order, as when sorting after rendering.
+fn render_and_sort(
+    chart: &Chart,
+    top: &MapRef,
+    limits: &landscaper_templating::gotemplate::Limits,
+    opts: &TemplateOptions,
+) -> Result<(BTreeMap<String, String>, Sorted), ChartError> {
+    let sort_after = || -> Result<(BTreeMap<String, String>, Sorted), ChartError> {
+        let files = engine::render(chart, top, limits, opts.lookup.as_ref(), &mut |_, _| {})?;
+        let mut per_file = Vec::new();
+        for (path, content) in files.iter().filter(|(k, _)| !k.ends_with("NOTES.txt")) {
+            per_file.push(sort::classify_file(path, content)?);
+        }
+        Ok((files, sort::sort_classified(per_file)))
+    };
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<(String, String)>();
+        let sorter = std::thread::Builder::new()
+            .name("manifest-sort".into())
+            .stack_size(SORT_STACK)
+            .spawn_scoped(scope, move || {
+                rx.into_iter()
+                    .map(|(path, content)| {
+                        let docs = sort::classify_file(&path, &content);
+                        (path, docs)
+                    })
+                    .collect::<BTreeMap<_, _>>()
+            });
+        let Ok(sorter) = sorter else {
+            return sort_after();
+        };
+        let mut send = |path: &str, out: &str| {
+            if !path.ends_with("NOTES.txt") {
+                let _ = tx.send((path.to_string(), out.to_string()));
+            }
+        };
+        let rendered = engine::render(chart, top, limits, opts.lookup.as_ref(), &mut send);
+        // The sorter's input ends here, whatever the render's outcome.
+        drop(tx);
+        let classified = sorter
+            .join()
+            .map_err(|_| ChartError::Render("sorting the manifests panicked".into()))?;
+        let files = rendered?;
+        let mut per_file = Vec::with_capacity(classified.len());
+        for (_, docs) in classified {
+            per_file.push(docs?);
+        }
+        Ok((files, sort::sort_classified(per_file)))
+    })
+}
+
+/// The sorter parses YAML documents as deep as the render thread's.
+const SORT_STACK: usize = 64 << 20;
+
 /// Schemas nest; give the validator's recursion room.
 const SCHEMA_CHECK_STACK: usize = 16 << 20;
 
@@ -434,13 +493,11 @@ fn render_validated(
         );
         t.insert("Capabilities".into(), opts.capabilities.to_value());
     }
-    let mut files = engine::render(&chart, &top, limits, opts.lookup.as_ref())?;
+    let (files, (hooks, manifests)) = render_and_sort(&chart, &top, limits, opts)?;
     let notes = files
         .get(&format!("{}/templates/NOTES.txt", chart.name()))
         .cloned()
         .unwrap_or_default();
-    files.retain(|k, _| !k.ends_with("NOTES.txt"));
-    let (hooks, manifests) = sort::sort_manifests(&files)?;
     let crds = if opts.include_crds {
         chart
             .crd_objects(chart.name())

@@ -211,68 +211,86 @@ fn parse_head(doc: &str) -> Result<Head, String> {
 pub fn sort_manifests(
     files: &BTreeMap<String, String>,
 ) -> Result<(Vec<Manifest>, Vec<Manifest>), ChartError> {
-    let mut hooks = Vec::new();
-    let mut generic = Vec::new();
+    let mut classified = Vec::new();
     for (path, content) in files {
-        let base = path.rsplit('/').next().unwrap_or(path);
-        if base.starts_with('_') || content.trim().is_empty() {
-            continue;
-        }
-        for doc in split_manifests(content) {
-            let head = parse_head(&doc)
-                .map_err(|e| ChartError::Render(format!("YAML parse error on {path}: {e}")))?;
-            let hook_types = head
-                .annotations
-                .as_ref()
-                .filter(|a| !a.is_empty())
-                .and_then(|a| a.get(HOOK_ANNOTATION).cloned());
-            let Some(hook_types) = hook_types else {
-                generic.push(Manifest {
-                    path: path.clone(),
-                    content: doc,
-                    kind: head.kind,
-                    name: head.name,
-                    events: Vec::new(),
-                    weight: 0,
-                });
-                continue;
-            };
-            let mut events = Vec::new();
-            let mut unknown = false;
-            for t in hook_types.split(',') {
-                let t = t.trim().to_lowercase();
-                if !HOOK_EVENTS.contains(&t.as_str()) {
-                    unknown = true;
-                    break;
-                }
-                events.push(if t == "test-success" {
-                    "test".into()
-                } else {
-                    t
-                });
-            }
-            if unknown {
-                continue;
-            }
-            let weight = head
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get("helm.sh/hook-weight"))
-                .and_then(|w| w.parse::<i64>().ok())
-                .unwrap_or(0);
-            hooks.push(Manifest {
-                path: path.clone(),
+        classified.push(classify_file(path, content)?);
+    }
+    Ok(sort_classified(classified))
+}
+
+/// The documents of one rendered template as [`sort_manifests`] sees them, before sorting:
+/// hooks and plain manifests in file order (`Manifest::events` empty for plain ones; a hook
+/// always has events). The error names the template of the first bad document.
+pub fn classify_file(path: &str, content: &str) -> Result<Vec<Manifest>, ChartError> {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    if base.starts_with('_') || content.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for doc in split_manifests(content) {
+        let head = parse_head(&doc)
+            .map_err(|e| ChartError::Render(format!("YAML parse error on {path}: {e}")))?;
+        let hook_types = head
+            .annotations
+            .as_ref()
+            .filter(|a| !a.is_empty())
+            .and_then(|a| a.get(HOOK_ANNOTATION).cloned());
+        let Some(hook_types) = hook_types else {
+            out.push(Manifest {
+                path: path.to_string(),
                 content: doc,
                 kind: head.kind,
                 name: head.name,
-                events,
-                weight,
+                events: Vec::new(),
+                weight: 0,
+            });
+            continue;
+        };
+        let mut events = Vec::new();
+        let mut unknown = false;
+        for t in hook_types.split(',') {
+            let t = t.trim().to_lowercase();
+            if !HOOK_EVENTS.contains(&t.as_str()) {
+                unknown = true;
+                break;
+            }
+            events.push(if t == "test-success" {
+                "test".into()
+            } else {
+                t
             });
         }
+        // (`split` yields at least one word, so a kept hook has events.)
+        if unknown {
+            continue;
+        }
+        let weight = head
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("helm.sh/hook-weight"))
+            .and_then(|w| w.parse::<i64>().ok())
+            .unwrap_or(0);
+        out.push(Manifest {
+            path: path.to_string(),
+            content: doc,
+            kind: head.kind,
+            name: head.name,
+            events,
+            weight,
+        });
     }
+    Ok(out)
+}
+
+/// (hooks, manifests) in install order from the files' [`classify_file`] results, in path order.
+pub fn sort_classified(files: Vec<Vec<Manifest>>) -> (Vec<Manifest>, Vec<Manifest>) {
+    let (mut hooks, mut generic): (Vec<Manifest>, Vec<Manifest>) = files
+        .into_iter()
+        .flatten()
+        .partition(|m| !m.events.is_empty());
     sort_by_kind(&mut hooks);
     sort_by_kind(&mut generic);
-    Ok((hooks, generic))
+    (hooks, generic)
 }
 
 /// `lessByKind` with a stable sort.

@@ -132,6 +132,71 @@ pub(crate) struct Lexer<'a> {
     pub continue_ok: bool,
 }
 
+/// A template text's items, lexed ahead (on another thread while earlier templates are
+/// parsed). The lexer takes nothing from the parser but the two keyword switches, so the items
+/// are the ones the parser would pull one by one.
+pub struct Lexed<'a> {
+    items: std::vec::IntoIter<Item<'a>>,
+    /// Pulled again once the items run out (the lexer's answer past its end repeats).
+    last: Item<'a>,
+}
+
+/// Which of `break` and `continue` are keywords (not functions of the set).
+#[derive(Clone, Copy, Debug)]
+pub struct LexFlags {
+    pub break_ok: bool,
+    pub continue_ok: bool,
+}
+
+/// Items the lexer yields after the first EOF or error, so that [`Lexed`] answers as the lexer
+/// would for any lookahead the parser may still take.
+const ITEMS_PAST_END: usize = 3;
+
+/// Lexes all of `text` as [`Lexer::next_item`] calls would, up to the end or the first error.
+pub fn lex_all(text: &str, flags: LexFlags) -> Lexed<'_> {
+    let mut lex = Lexer::new(text);
+    lex.break_ok = flags.break_ok;
+    lex.continue_ok = flags.continue_ok;
+    let mut items = Vec::new();
+    loop {
+        let item = lex.next_item();
+        let end = matches!(item.typ, ItemType::Eof | ItemType::Error);
+        items.push(item);
+        if end {
+            break;
+        }
+    }
+    for _ in 0..ITEMS_PAST_END {
+        items.push(lex.next_item());
+    }
+    let last = items.last().cloned().unwrap_or_else(|| unreachable!());
+    Lexed {
+        items: items.into_iter(),
+        last,
+    }
+}
+
+impl<'a> Lexed<'a> {
+    pub(crate) fn next_item(&mut self) -> Item<'a> {
+        self.items.next().unwrap_or_else(|| self.last.clone())
+    }
+}
+
+/// Where the parser pulls its items from: the lexer itself or items lexed ahead.
+pub(crate) enum Tokens<'a> {
+    Live(Lexer<'a>),
+    Ahead(Lexed<'a>),
+}
+
+impl<'a> Tokens<'a> {
+    pub(crate) fn next_item(&mut self) -> Item<'a> {
+        match self {
+            Tokens::Live(lex) => lex.next_item(),
+            Tokens::Ahead(lexed) => lexed.next_item(),
+        }
+    }
+}
+
 fn is_space(r: char) -> bool {
     r == ' ' || r == '\t' || r == '\r' || r == '\n'
 }

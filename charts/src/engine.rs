@@ -13,7 +13,7 @@ use landscaper_templating::gotemplate::function::{Arity, FuncError, GoType};
 use landscaper_templating::gotemplate::methods::KUBE_VERSION_TYPE;
 use landscaper_templating::gotemplate::value::{Elem, MapRef, lazy_map, new_map};
 use landscaper_templating::gotemplate::{
-    EmptyFiles, ErrorKind, FuncMap, Limits, Template, TemplateError, Value, lex_all,
+    EmptyFiles, ErrorKind, FuncMap, Limits, Template, TemplateError, Value,
 };
 
 use crate::chart::{Chart, Metadata};
@@ -500,40 +500,6 @@ pub fn chart_limits() -> Limits {
 /// `Engine.Render`: rendered text by template path (`CHART/templates/x.yaml`), partials left
 /// out. `top` holds `Values`, `Release` and `Capabilities`; `lookup`, when given, answers
 /// `lookup` (else it is an empty map, as offline).
-/// Parses the chart's templates into the set in `keys` order; a second thread lexes each
-/// text ahead of the parser (lexing was a good part of parsing; the trees themselves hold `Rc`s
-/// and stay on this thread).
-fn parse_all(
-    set: &mut Template,
-    keys: &[String],
-    tpls: &BTreeMap<String, Renderable>,
-) -> Result<(), ChartError> {
-    let flags = set.lex_flags();
-    let texts: Vec<&str> = keys.iter().map(|k| &*tpls[k].text).collect();
-    std::thread::scope(|scope| {
-        // A few texts ahead at most: lexed items are larger than their text.
-        let (tx, rx) = std::sync::mpsc::sync_channel(4);
-        let lexer = std::thread::Builder::new()
-            .name("template-lexer".into())
-            .spawn_scoped(scope, move || {
-                for text in texts {
-                    if tx.send(lex_all(text, flags)).is_err() {
-                        break; // the parser stopped at an error
-                    }
-                }
-            });
-        for name in keys {
-            let text = Rc::clone(&tpls[name].text);
-            let added = match lexer.is_ok().then(|| rx.recv().ok()).flatten() {
-                Some(lexed) => set.add_lexed(name, text, lexed),
-                None => set.add_shared(name, text),
-            };
-            added.map_err(|e| parse_error(name, &e))?;
-        }
-        Ok(())
-    })
-}
-
 /// Renders every template of the chart (`_` partials excepted): path → output. `each` sees
 /// every output as soon as it is rendered.
 pub fn render(
@@ -553,7 +519,10 @@ pub fn render(
         Template::parse("gotpl", "", &funcs).map_err(|e| ChartError::Render(e.message))?;
     let mut keys: Vec<String> = tpls.keys().cloned().collect();
     sort_templates(&mut keys);
-    parse_all(&mut set, &keys, &tpls)?;
+    for name in &keys {
+        set.add_shared(name, Rc::clone(&tpls[name].text))
+            .map_err(|e| parse_error(name, &e))?;
+    }
     let mut rendered = BTreeMap::new();
     for name in &keys {
         let base = name.rsplit('/').next().unwrap_or(name);

@@ -14,7 +14,6 @@ pub mod value;
 
 pub use builtins::{builtins, html_escape, js_escape, url_query_escape};
 pub use function::{Arity, CallContext, FuncDef, FuncError, FuncMap, Function, GoType};
-pub use lex::{LexFlags, Lexed, lex_all};
 pub use template::{
     EmptyFiles, ErrorKind, FileHost, Limits, MapFiles, MissingKey, Template, TemplateError, render,
 };

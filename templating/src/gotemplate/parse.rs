@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fmt::{self, Display, Write as _};
 use std::rc::Rc;
 
-use super::lex::{Item, ItemType, LexFlags, Lexed, Lexer, Tokens};
+use super::lex::{Item, ItemType, Lexer};
 use super::print;
 use super::strconv;
 use super::value::Value;
@@ -420,7 +420,7 @@ struct TreeState<'a> {
 
 struct Parser<'a, 'f> {
     parse_name: &'a str,
-    lex: Tokens<'a>,
+    lex: Lexer<'a>,
     st: TreeState<'a>,
     tree_set: TreeSet,
     has_func: &'f dyn Fn(&str) -> bool,
@@ -453,30 +453,8 @@ fn fresh_state<'a>(name: &str) -> TreeState<'a> {
 /// function names exist. Errors are Go's messages (`template: NAME:LINE: ...`).
 pub(crate) fn parse(name: &str, text: &str, has_func: &dyn Fn(&str) -> bool) -> PResult<TreeSet> {
     let mut lex = Lexer::new(text);
-    let flags = lex_flags(has_func);
-    lex.break_ok = flags.break_ok;
-    lex.continue_ok = flags.continue_ok;
-    parse_tokens(name, Tokens::Live(lex), has_func)
-}
-
-/// The lexer's keyword switches: `break` and `continue` are keywords unless functions.
-pub(crate) fn lex_flags(has_func: &dyn Fn(&str) -> bool) -> LexFlags {
-    LexFlags {
-        break_ok: !has_func("break"),
-        continue_ok: !has_func("continue"),
-    }
-}
-
-/// [`parse`] of items lexed ahead with [`lex_flags`] of the same `has_func`.
-pub(crate) fn parse_lexed(
-    name: &str,
-    lexed: Lexed<'_>,
-    has_func: &dyn Fn(&str) -> bool,
-) -> PResult<TreeSet> {
-    parse_tokens(name, Tokens::Ahead(lexed), has_func)
-}
-
-fn parse_tokens(name: &str, lex: Tokens<'_>, has_func: &dyn Fn(&str) -> bool) -> PResult<TreeSet> {
+    lex.break_ok = !has_func("break");
+    lex.continue_ok = !has_func("continue");
     let mut p = Parser {
         parse_name: name,
         lex,
@@ -1123,28 +1101,6 @@ mod tests {
         ];
         for (src, want) in cases {
             assert_eq!(p(src).unwrap(), want, "{src}");
-        }
-    }
-
-    fn trees(set: PResult<TreeSet>) -> Result<Vec<(String, String)>, String> {
-        let mut v: Vec<(String, String)> = set?
-            .into_iter()
-            .map(|(name, list)| (name, list.to_string()))
-            .collect();
-        v.sort();
-        Ok(v)
-    }
-
-    proptest::proptest! {
-        /// Items lexed ahead parse into the same trees and the same errors as the live lexer.
-        #[test]
-        fn lexed_ahead_parses_as_lexed_live(
-            text in "(\\{\\{-? |\\{\\{|-?\\}\\}| -\\}\\}|/\\* c \\*/|\\.a|\\$x|:=| |\\||\\(|\\)|if|else|end|range|break|define \"d\"|template \"d\"|\"s|\"|1\\.5|0x|'a'|`r|`|len|nil|x\n)*"
-        ) {
-            let flags = lex_flags(&funcs);
-            let live = trees(parse("t", &text, &funcs));
-            let ahead = trees(parse_lexed("t", crate::gotemplate::lex::lex_all(&text, flags), &funcs));
-            proptest::prop_assert_eq!(live, ahead);
         }
     }
 

@@ -7,7 +7,6 @@ use std::rc::Rc;
 use super::builtins::{self, Rv};
 use super::exec::{ExecErr, Scope, Shared, State};
 use super::function::{FuncError, FuncMap};
-use super::lex::{LexFlags, Lexed};
 use super::parse::{self, ListNode};
 use super::print;
 use super::value::Value;
@@ -228,32 +227,6 @@ impl Template {
         let funcs = &self.funcs;
         let has = |n: &str| funcs.contains(n) || builtins::builtin_kind(n).is_some();
         let parsed = parse::parse(name, &text, &has).map_err(TemplateError::parse)?;
-        self.add_parsed(name, text, parsed);
-        Ok(())
-    }
-
-    /// How this set's texts are lexed (for `lex_all` ahead of [`Template::add_lexed`]).
-    pub fn lex_flags(&self) -> LexFlags {
-        let funcs = &self.funcs;
-        parse::lex_flags(&|n: &str| funcs.contains(n) || builtins::builtin_kind(n).is_some())
-    }
-
-    /// [`Template::add_shared`] of `text` already lexed by `lex_all` with this set's
-    /// [`Template::lex_flags`].
-    pub fn add_lexed(
-        &mut self,
-        name: &str,
-        text: Rc<str>,
-        lexed: Lexed<'_>,
-    ) -> Result<(), TemplateError> {
-        let funcs = &self.funcs;
-        let has = |n: &str| funcs.contains(n) || builtins::builtin_kind(n).is_some();
-        let parsed = parse::parse_lexed(name, lexed, &has).map_err(TemplateError::parse)?;
-        self.add_parsed(name, text, parsed);
-        Ok(())
-    }
-
-    fn add_parsed(&mut self, name: &str, text: Rc<str>, parsed: parse::TreeSet) {
         let source = Rc::new(Source {
             parse_name: name.to_string(),
             text,
@@ -271,6 +244,7 @@ impl Template {
                 }),
             );
         }
+        Ok(())
     }
 
     /// The set's name (the name given to [`Template::parse`]).

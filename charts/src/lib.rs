@@ -22,6 +22,9 @@ use landscaper_templating::gotemplate::Value;
 use landscaper_templating::gotemplate::value::MapRef;
 
 pub use chart::{Chart, load, load_archive, load_dir};
+pub use engine::{Capabilities, KubeVersion, ReleaseOptions, version_set};
+pub use semver::is_compatible_range;
+pub use sort::Manifest;
 
 static ONE_SHOT_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -31,9 +34,6 @@ static ONE_SHOT_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::Atom
 pub fn one_shot_process() {
     ONE_SHOT_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
 }
-pub use engine::{Capabilities, KubeVersion, ReleaseOptions, version_set};
-pub use semver::is_compatible_range;
-pub use sort::Manifest;
 
 /// What went wrong, naming the step.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -29,6 +29,40 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `render chart`'s command line alone (with the global `--log-format`), for
+/// [`parse_render_chart`].
+#[derive(Debug, Parser)]
+#[command(
+    name = "landscaper-appliance",
+    disable_help_flag = true,
+    disable_version_flag = true
+)]
+struct RenderChartOnly {
+    #[arg(long, value_enum, env = "LANDSCAPER_APPLIANCE_LOG_FORMAT")]
+    #[allow(dead_code)]
+    // accepted as the full command line accepts it; render chart logs nothing
+    log_format: Option<LogFormat>,
+    #[command(flatten)]
+    args: crate::commands::render_chart::RenderChartArgs,
+}
+
+/// The arguments of `landscaper-appliance render chart …` without building the parser of every
+/// other command (`render chart` runs in loops; that was a noticeable part of a small chart's
+/// render). `None` for any other command line, and for one this narrow parser does not take
+/// (help, version, a mistake): [`Cli::parse`] then answers as always.
+pub fn parse_render_chart(
+    args: &[std::ffi::OsString],
+) -> Option<crate::commands::render_chart::RenderChartArgs> {
+    let [program, render, chart, rest @ ..] = args else {
+        return None;
+    };
+    if render != "render" || chart != "chart" {
+        return None;
+    }
+    let argv = std::iter::once(program).chain(rest);
+    RenderChartOnly::try_parse_from(argv).ok().map(|r| r.args)
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the daemon: ingest the manifests folder, serve the API.
@@ -569,6 +603,58 @@ mod tests {
         assert_eq!(c.api_versions, ["x/v1", "y/v1", "z/v1/Kind"]);
         assert!(c.include_crds && c.skip_tests && !c.is_upgrade);
         assert_eq!(c.version.as_deref(), Some("1.0.0"));
+    }
+
+    #[test]
+    fn the_narrow_render_chart_parser_reads_what_the_full_one_reads() {
+        let os = |v: &[&str]| -> Vec<std::ffi::OsString> { v.iter().map(Into::into).collect() };
+        let line = [
+            "landscaper-appliance",
+            "render",
+            "chart",
+            "charts/app",
+            "--release",
+            "r",
+            "-f",
+            "a.yaml",
+            "--set",
+            "a=1",
+            "--kube-version",
+            "1.33.0",
+            "-a",
+            "x/v1",
+            "--log-format",
+            "json",
+            "--include-crds",
+        ];
+        let narrow = parse_render_chart(&os(&line)).expect("a render chart line");
+        let Command::Render(RenderArgs {
+            command: Some(RenderCommand::Chart(full)),
+            ..
+        }) = Cli::try_parse_from(line).unwrap().command
+        else {
+            panic!("not render chart");
+        };
+        assert_eq!(format!("{narrow:?}"), format!("{full:?}"));
+        // Help, version, mistakes and other commands are the full parser's.
+        for other in [
+            &["landscaper-appliance", "render", "chart", "--help"][..],
+            &["landscaper-appliance", "render", "chart", "x", "-V"],
+            &["landscaper-appliance", "render", "chart", "x", "--bogus"],
+            &["landscaper-appliance", "render", "chart"],
+            &["landscaper-appliance", "render", "x"],
+            &[
+                "landscaper-appliance",
+                "--log-format",
+                "json",
+                "render",
+                "chart",
+                "x",
+            ],
+            &["landscaper-appliance", "get", "installations"],
+        ] {
+            assert!(parse_render_chart(&os(other)).is_none(), "{other:?}");
+        }
     }
 
     #[test]

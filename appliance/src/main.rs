@@ -13,7 +13,11 @@ use landscaper_appliance::{daemon, logging};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(args) = landscaper_appliance::cli::parse_render_chart(&argv) {
+        return render_chart(&args);
+    }
+    let cli = Cli::parse_from(argv);
     match run(cli) {
         Ok(code) => code,
         // `get … | head`: the reader left; that is not an error worth a message.
@@ -27,6 +31,17 @@ fn main() -> ExitCode {
             );
             ExitCode::FAILURE
         }
+    }
+}
+
+fn render_chart(args: &commands::render_chart::RenderChartArgs) -> ExitCode {
+    // The process ends after this one render.
+    landscaper_charts::one_shot_process();
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
+    if commands::render_chart::run(args, &mut out, &mut err) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
@@ -107,11 +122,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             match &args.command {
                 Some(RenderCommand::Template(t)) => render::run_template(t, &mut out, &mut err)?,
                 Some(RenderCommand::Chart(c)) => {
-                    // The process ends after this one render.
-                    landscaper_charts::one_shot_process();
-                    if !commands::render_chart::run(c, &mut out, &mut err) {
-                        return Ok(ExitCode::FAILURE);
-                    }
+                    drop((out, err));
+                    return Ok(render_chart(c));
                 }
                 None => render::run(&args, &mut out, &mut err)?,
             }

@@ -554,41 +554,43 @@ mod tests {
         assert!(Cli::try_parse_from(["landscaper-appliance", "render"]).is_err());
     }
 
+    /// A `render chart` command line with every kind of flag.
+    const RENDER_CHART_LINE: &[&str] = &[
+        "landscaper-appliance",
+        "render",
+        "chart",
+        "charts/app",
+        "--release",
+        "r",
+        "-n",
+        "ns",
+        "-f",
+        "a.yaml",
+        "--values",
+        "b.yaml",
+        "--set",
+        "a=1,b[0]=x",
+        "--set-string",
+        "c=2",
+        "--set-json",
+        "d={\"e\":1}",
+        "--kube-version",
+        "1.33.0",
+        "--api-versions",
+        "x/v1,y/v1",
+        "-a",
+        "z/v1/Kind",
+        "--include-crds",
+        "--skip-tests",
+        "--show-only",
+        "templates/a.yaml",
+        "--version",
+        "1.0.0",
+    ];
+
     #[test]
     fn parses_render_chart_like_helm_template() {
-        let cli = Cli::try_parse_from([
-            "landscaper-appliance",
-            "render",
-            "chart",
-            "charts/app",
-            "--release",
-            "r",
-            "-n",
-            "ns",
-            "-f",
-            "a.yaml",
-            "--values",
-            "b.yaml",
-            "--set",
-            "a=1,b[0]=x",
-            "--set-string",
-            "c=2",
-            "--set-json",
-            "d={\"e\":1}",
-            "--kube-version",
-            "1.33.0",
-            "--api-versions",
-            "x/v1,y/v1",
-            "-a",
-            "z/v1/Kind",
-            "--include-crds",
-            "--skip-tests",
-            "--show-only",
-            "templates/a.yaml",
-            "--version",
-            "1.0.0",
-        ])
-        .unwrap();
+        let cli = Cli::try_parse_from(RENDER_CHART_LINE).unwrap();
         let Command::Render(RenderArgs {
             command: Some(RenderCommand::Chart(c)),
             ..
@@ -608,26 +610,8 @@ mod tests {
     #[test]
     fn the_narrow_render_chart_parser_reads_what_the_full_one_reads() {
         let os = |v: &[&str]| -> Vec<std::ffi::OsString> { v.iter().map(Into::into).collect() };
-        let line = [
-            "landscaper-appliance",
-            "render",
-            "chart",
-            "charts/app",
-            "--release",
-            "r",
-            "-f",
-            "a.yaml",
-            "--set",
-            "a=1",
-            "--kube-version",
-            "1.33.0",
-            "-a",
-            "x/v1",
-            "--log-format",
-            "json",
-            "--include-crds",
-        ];
-        let narrow = parse_render_chart(&os(&line)).expect("a render chart line");
+        let line = RENDER_CHART_LINE;
+        let narrow = parse_render_chart(&os(line)).expect("a render chart line");
         let Command::Render(RenderArgs {
             command: Some(RenderCommand::Chart(full)),
             ..
@@ -636,6 +620,9 @@ mod tests {
             panic!("not render chart");
         };
         assert_eq!(format!("{narrow:?}"), format!("{full:?}"));
+        // The global flag after the subcommand, as the full parser takes it.
+        let with_log_format = [line, &["--log-format", "json"]].concat();
+        assert!(parse_render_chart(&os(&with_log_format)).is_some());
         // Help, version, mistakes and other commands are the full parser's.
         for other in [
             &["landscaper-appliance", "render", "chart", "--help"][..],

@@ -499,9 +499,8 @@ pub fn chart_limits() -> Limits {
 
 /// `Engine.Render`: rendered text by template path (`CHART/templates/x.yaml`), partials left
 /// out. `top` holds `Values`, `Release` and `Capabilities`; `lookup`, when given, answers
-/// `lookup` (else it is an empty map, as offline).
-/// Renders every template of the chart (`_` partials excepted): path → output. `each` sees
-/// every output as soon as it is rendered.
+/// `lookup` (else it is an empty map, as offline). `each` sees every output as soon as it is
+/// rendered.
 pub fn render(
     c: &Chart,
     top: &MapRef,
